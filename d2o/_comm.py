@@ -1,0 +1,180 @@
+"""The communication layer: the only module of d2o that imports mpi4py.
+
+`Comm` wraps an mpi4py communicator, or stands in for one of size 1 when
+mpi4py is missing or switched off with ``D2O_MPI=0``.  Array data always
+travels through buffer-based calls (uppercase mpi4py methods); only small
+metadata (counts, error messages) is pickled.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+try:  # pragma: no cover - depends on the environment
+    if os.environ.get("D2O_MPI", "1").strip().lower() in ("0", "false", "no", "off"):
+        raise ImportError("disabled by D2O_MPI=0")
+    from mpi4py import MPI
+except ImportError:  # pragma: no cover
+    MPI = None
+
+__all__ = ["Comm", "default_comm", "as_comm", "MPI", "have_mpi"]
+
+
+def have_mpi() -> bool:
+    """True when d2o runs on mpi4py (not the serial stand-in)."""
+    return MPI is not None
+
+
+_PY_OPS = {
+    "sum": lambda a, b: a + b,
+    "max": max,
+    "min": min,
+    "land": lambda a, b: bool(a) and bool(b),
+    "lor": lambda a, b: bool(a) or bool(b),
+}
+
+
+class Comm:
+    """A communicator: mpi4py's, or a serial stand-in of size 1 (``mpi is None``).
+
+    Instances are cached per underlying communicator, so identity comparison
+    tells whether two arrays live on the same communicator.
+    """
+
+    __slots__ = ("mpi", "rank", "size", "__weakref__")
+
+    def __init__(self, mpi_comm: Any = None) -> None:
+        self.mpi = mpi_comm
+        if mpi_comm is None:
+            self.rank, self.size = 0, 1
+        else:
+            self.rank, self.size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+
+    def __repr__(self) -> str:
+        kind = "serial" if self.mpi is None else "mpi"
+        return f"<d2o.Comm {kind} rank={self.rank} size={self.size}>"
+
+    # -- small, pickled metadata ------------------------------------------
+    def allreduce(self, value: Any, op: str = "sum") -> Any:
+        """Reduce a small Python value over all ranks; every rank gets the result."""
+        if self.size == 1:
+            return value
+        return self.mpi.allreduce(value, op=_MPI_OPS[op])
+
+    def allgather(self, value: Any) -> list:
+        """Gather one small picklable value from every rank, on every rank."""
+        if self.size == 1:
+            return [value]
+        return self.mpi.allgather(value)
+
+    def bcast(self, value: Any, root: int = 0) -> Any:
+        """Broadcast a small picklable value from ``root``."""
+        if self.size == 1:
+            return value
+        return self.mpi.bcast(value, root=root)
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+        if self.size > 1:
+            self.mpi.Barrier()
+
+    # -- numpy buffers ------------------------------------------------------
+    def Allgather(self, send: np.ndarray) -> np.ndarray:
+        """Gather equal-shaped arrays from all ranks; returns shape (size,)+send.shape."""
+        send = np.ascontiguousarray(send)
+        out = np.empty((self.size,) + send.shape, dtype=send.dtype)
+        if self.size == 1:
+            out[0] = send
+        elif send.nbytes:
+            self.mpi.Allgather([send, MPI.BYTE], [out, MPI.BYTE])
+        return out
+
+    def Allgatherv(self, send: np.ndarray, counts: list[int]) -> np.ndarray:
+        """Concatenate 1-D arrays of ``counts[r]`` elements from every rank."""
+        send = np.ascontiguousarray(send).reshape(-1)
+        out = np.empty(sum(counts), dtype=send.dtype)
+        if self.size == 1:
+            out[...] = send
+            return out
+        item = send.dtype.itemsize
+        bcounts = [c * item for c in counts]
+        displs = np.concatenate(([0], np.cumsum(bcounts)[:-1])).tolist()
+        self.mpi.Allgatherv([send, MPI.BYTE], [out, (bcounts, displs), MPI.BYTE])
+        return out
+
+    def Allreduce(self, send: np.ndarray, op: str | Any) -> np.ndarray:
+        """Element-wise reduction of equal-shaped arrays; ``op`` is a name or an MPI op."""
+        send = np.ascontiguousarray(send)
+        if self.size == 1:
+            return send.copy()
+        out = np.empty_like(send)
+        mpi_op = _MPI_OPS[op] if isinstance(op, str) else op
+        self.mpi.Allreduce([send, _mpi_type(send.dtype)], [out, _mpi_type(send.dtype)], mpi_op)
+        return out
+
+    def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
+        """Broadcast a contiguous array in place from ``root``."""
+        if self.size > 1 and buf.nbytes:
+            self.mpi.Bcast([buf, MPI.BYTE], root=root)
+        return buf
+
+    def Alltoallw(self, send: np.ndarray, sendtypes: list, recv: np.ndarray, recvtypes: list):
+        """All-to-all with one (count, datatype) pair per peer (see redistribution)."""
+        zeros = [0] * self.size
+        self.mpi.Alltoallw(
+            [send, ([c for c, _ in sendtypes], zeros), [t for _, t in sendtypes]],
+            [recv, ([c for c, _ in recvtypes], zeros), [t for _, t in recvtypes]],
+        )
+
+
+if MPI is not None:
+    _MPI_OPS = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "land": MPI.LAND, "lor": MPI.LOR}
+else:  # pragma: no cover
+    _MPI_OPS = {}
+
+
+_TYPE_CACHE: dict = {}
+
+
+def _mpi_type(dtype: np.dtype):
+    """The MPI datatype matching a numpy dtype (bool, ints, floats, complex)."""
+    t = _TYPE_CACHE.get(dtype)
+    if t is None:
+        from mpi4py.util import dtlib
+
+        t = _TYPE_CACHE[dtype] = dtlib.from_numpy_dtype(dtype)
+    return t
+
+
+_COMMS: list[Comm] = []
+_SERIAL = Comm(None)
+
+
+def as_comm(comm: Any = None) -> Comm:
+    """Return the cached `Comm` for ``comm`` (an mpi4py communicator, a `Comm` or None)."""
+    if comm is None:
+        return default_comm()
+    if isinstance(comm, Comm):
+        return comm
+    if MPI is None:
+        return _SERIAL
+    for c in _COMMS:
+        if c.mpi is comm or (c.mpi == comm):
+            return c
+    wrapped = Comm(comm)
+    _COMMS.append(wrapped)
+    return wrapped
+
+
+_DEFAULT: list[Comm] = []
+
+
+def default_comm() -> Comm:
+    """The communicator used when none is given: COMM_WORLD, or the serial stand-in."""
+    if _DEFAULT:
+        return _DEFAULT[0]
+    _DEFAULT.append(_SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
+    return _DEFAULT[0]

@@ -1,0 +1,479 @@
+"""The distributed_data_object: one global array, its pieces on the ranks of a communicator.
+
+This module holds the object's state, construction, whole-array data access
+and copies.  Arithmetic, reductions, indexing and iteration live in their
+own feature modules, which attach their methods to the class from tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from . import _config
+from ._comm import Comm, as_comm
+from ._distributors import (
+    STRATEGIES,
+    Distributor,
+    _normalize_axis,
+    get_distributor,
+    slab_distributor,
+)
+from ._errors import agree_gather, agreed
+from ._librarian import d2o_librarian
+from ._redistribution import exchange, gather, redistribute
+
+__all__ = ["distributed_data_object"]
+
+_register = d2o_librarian.register
+_new = object.__new__
+
+
+class distributed_data_object:  # noqa: N801 - the paper's public name
+    """A numpy-like array whose data is spread over the ranks of an MPI communicator.
+
+    Parameters
+    ----------
+    global_data : array_like or distributed_data_object, optional
+        The whole array (the same on every rank); each rank keeps its part.
+    global_shape : tuple of int, optional
+        Shape of an uninitialised array when no data is given.
+    dtype : dtype, optional
+        Takes precedence over the data's dtype; default float64.
+    local_data : array_like, optional
+        This rank's piece, for the local-type strategy 'freeform'.
+    local_shape : tuple of int, optional
+        This rank's piece's shape ('freeform', uninitialised).
+    distribution_strategy : {'equal', 'fftw', 'freeform', 'not'}, optional
+        Default 'equal' (or 'freeform' when only local data/shape is given).
+    comm : mpi4py communicator, optional
+        Default ``MPI.COMM_WORLD`` (or the serial stand-in without MPI).
+    copy : bool
+        Copy the given data (default) or use it where possible.
+    axis : int
+        The distributed axis (default 0).
+    skip_parsing : bool
+        Skip the consistency checks that need communication (trusted input).
+
+    Notes
+    -----
+    Construction is collective.  Precedence: ``dtype`` over the data's dtype,
+    data over shapes.  ``repr``/``str`` show only the local piece and never
+    communicate.
+    """
+
+    __slots__ = ("data", "distributor", "index", "__weakref__")
+    __array_priority__ = 20.0
+
+    def __init__(
+        self,
+        global_data: Any = None,
+        global_shape: Any = None,
+        dtype: Any = None,
+        local_data: Any = None,
+        local_shape: Any = None,
+        distribution_strategy: str | None = None,
+        comm: Any = None,
+        copy: bool = True,
+        axis: int = 0,
+        skip_parsing: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        c = as_comm(comm)
+        error, meta, piece = None, None, None
+        strategy = distribution_strategy
+        try:
+            if kwargs:
+                raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
+            if strategy is None:
+                local_type = (
+                    global_data is None
+                    and global_shape is None
+                    and (local_data is not None or local_shape is not None)
+                )
+                strategy = "freeform" if local_type else _config.default_strategy()
+            if strategy not in STRATEGIES:
+                raise ValueError(
+                    f"unknown distribution_strategy {strategy!r}; "
+                    f"choose one of {', '.join(STRATEGIES)}"
+                )
+            if strategy == "freeform":
+                piece, meta = self._parse_local(local_data, local_shape, global_data, dtype, copy)
+            else:
+                meta = self._parse_global(global_data, global_shape, dtype, strategy)
+        except Exception as exc:  # agreed below, together with the metadata check
+            error = exc
+        # One collective carries both the errors and the metadata of every rank.
+        metas = None
+        if c.size > 1 and (not skip_parsing or strategy == "freeform"):
+            metas = agree_gather(c, error, meta)
+        elif error is not None:
+            raise error
+        if strategy == "freeform":
+            dist = _freeform_distributor(c, piece, meta, axis, metas)
+            self.data = piece
+        else:
+            if metas is not None and any(m != meta for m in metas):
+                raise ValueError(
+                    "global_data/global_shape, dtype, strategy and axis must be the same on "
+                    f"every rank; got {metas}"
+                )
+            shape, dt, _, _ = meta
+            dist = get_distributor(strategy, shape, c, _axis_or_zero(axis, len(shape)))
+            self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
+        self.distributor = dist
+        self.index = _register(self)
+
+    # -- construction helpers ------------------------------------------------
+    @staticmethod
+    def _parse_global(global_data, global_shape, dtype, strategy) -> tuple:
+        if global_data is not None:
+            if isinstance(global_data, distributed_data_object):
+                shape, dt = global_data.shape, global_data.dtype
+            else:
+                arr = np.asarray(global_data)
+                shape, dt = arr.shape, arr.dtype
+        elif global_shape is not None:
+            shape, dt = _as_shape(global_shape), np.dtype(np.float64)
+        else:
+            raise ValueError("give global_data or global_shape (or local_data for 'freeform')")
+        if dtype is not None:
+            dt = np.dtype(dtype)
+        return (tuple(shape), dt.str if dt.fields is None else dt.descr, strategy, None)
+
+    @staticmethod
+    def _local_piece(global_data, shape, dtype, dist, copy) -> np.ndarray:
+        if global_data is None:
+            return np.empty(dist.local_shape, dtype=dtype)
+        if isinstance(global_data, distributed_data_object):
+            src = global_data
+            piece = redistribute(src.data, src.distributor, _retarget(src.distributor, dist))
+            return piece.astype(dtype, copy=copy or piece is src.data)
+        arr = np.asarray(global_data)
+        piece = arr[dist.local_slice] if arr.ndim else arr
+        return np.array(piece, dtype=dtype, copy=True if copy else None)
+
+    @staticmethod
+    def _parse_local(local_data, local_shape, global_data, dtype, copy) -> tuple:
+        if local_data is None and global_data is not None:
+            raise ValueError("'freeform' is a local-type strategy: give local_data or local_shape")
+        if local_data is not None:
+            if isinstance(local_data, distributed_data_object):
+                piece = local_data.get_full_data()
+            else:
+                piece = np.asarray(local_data)
+            piece = np.array(piece, dtype=dtype, copy=True if copy else None)
+        elif local_shape is not None:
+            dt = np.float64 if dtype is None else dtype
+            piece = np.empty(_as_shape(local_shape), dtype=dt)
+        else:
+            raise ValueError("'freeform' needs local_data or local_shape")
+        if piece.ndim == 0:
+            raise ValueError("'freeform' needs local data with at least one dimension")
+        return piece, (piece.shape, piece.dtype.str, "freeform", None)
+
+    @classmethod
+    def _from_local(cls, data: np.ndarray, distributor: Distributor) -> distributed_data_object:
+        """Wrap a local piece of a known layout: no checks, no communication."""
+        obj = _new(cls)
+        obj.data = data
+        obj.distributor = distributor
+        obj.index = _register(obj)
+        return obj
+
+    # -- attributes ----------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        """The global shape."""
+        return self.distributor.global_shape
+
+    @property
+    def global_shape(self) -> tuple:
+        """The global shape (caput's name)."""
+        return self.distributor.global_shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.distributor.ndim
+
+    @property
+    def size(self) -> int:
+        """The number of elements of the global array."""
+        return self.distributor.size
+
+    @property
+    def local_shape(self) -> tuple:
+        """The shape of this rank's piece."""
+        return self.data.shape
+
+    @property
+    def local_offset(self) -> tuple:
+        """Global index of this rank's first element, per dimension (caput's name)."""
+        d = self.distributor
+        return tuple(a for a, _ in d.region(d.comm.rank))
+
+    @property
+    def distribution_strategy(self) -> str:
+        return self.distributor.strategy
+
+    @property
+    def axis(self) -> int | None:
+        """The distributed axis; None when every rank holds the whole array."""
+        return self.distributor.axis
+
+    @property
+    def comm(self) -> Any:
+        """The communicator (mpi4py's, or the serial stand-in)."""
+        c = self.distributor.comm
+        return c if c.mpi is None else c.mpi
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.data.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.data.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.distributor.ndim:
+            raise TypeError("len() of unsized object")
+        return self.distributor.global_shape[0]
+
+    def __repr__(self) -> str:
+        return "<distributed_data_object>\n" + repr(self.data)
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. "
+                "Use a.any() or a.all()"
+            )
+        return bool(self.get_full_data().reshape(()))
+
+    def __copy__(self) -> distributed_data_object:
+        return self.copy()
+
+    def __deepcopy__(self, memo: Any) -> distributed_data_object:
+        return self.copy()
+
+    def __reduce__(self):
+        raise TypeError("distributed_data_object cannot be pickled; use get_full_data()")
+
+    # -- local data ----------------------------------------------------------
+    def get_local_data(self, copy: bool = True) -> np.ndarray:
+        """This rank's piece (a copy, or the array itself with ``copy=False``). Local."""
+        return self.data.copy() if copy else self.data
+
+    def set_local_data(self, data: Any, copy: bool = False) -> None:
+        """Replace this rank's piece; it must broadcast to ``local_shape``. Local."""
+        arr = np.asarray(data)
+        if arr.shape != self.data.shape:
+            arr = np.broadcast_to(arr, self.data.shape)
+            copy = True
+        self.data = np.array(arr, dtype=self.data.dtype, copy=True if copy else None)
+
+    # -- whole-array data ----------------------------------------------------
+    def get_full_data(self, target_rank: str | int = "all") -> np.ndarray | None:
+        """Collective: the whole array on every rank, or on ``target_rank`` only (None elsewhere).
+
+        Communicates the whole array: an explicit gather.
+        """
+        c = self.distributor.comm
+        with agreed(c):
+            if target_rank != "all" and not (
+                isinstance(target_rank, (int, np.integer)) and 0 <= target_rank < c.size
+            ):
+                raise ValueError(
+                    f"target_rank must be 'all' or a rank in [0, {c.size}), got {target_rank!r}"
+                )
+        return gather(self.data, self.distributor, None if target_rank == "all" else target_rank)
+
+    def gather(self, rank: int = 0) -> np.ndarray | None:
+        """Collective: the whole array on ``rank``, None elsewhere (caput's name)."""
+        return self.get_full_data(target_rank=rank)
+
+    def allgather(self) -> np.ndarray:
+        """Collective: the whole array on every rank (caput's name)."""
+        return self.get_full_data()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Collective: gathers the whole array onto every rank (for numpy functions)."""
+        full = self.get_full_data()
+        return full if dtype is None else full.astype(dtype, copy=False)
+
+    def set_full_data(self, data: Any) -> None:
+        """Replace the whole array by ``data`` (the same on every rank); each rank keeps its part.
+
+        Local: no communication.  ``data`` must broadcast to the global shape.
+        """
+        arr = np.asarray(data)
+        if arr.shape != self.shape:
+            arr = np.broadcast_to(arr, self.shape)
+        self.data = np.array(arr[self.distributor.local_slice], dtype=self.dtype, copy=True)
+
+    # -- copies --------------------------------------------------------------
+    def copy(
+        self, dtype: Any = None, distribution_strategy: str | None = None, axis: int | None = None
+    ) -> distributed_data_object:
+        """A copy, optionally with another dtype, strategy or distributed axis.
+
+        Local when the layout is unchanged; otherwise one all-to-all exchange
+        of exactly the data that must move.
+        """
+        d = self.distributor
+        if distribution_strategy is None and axis is None:
+            data = self.data.copy() if dtype is None else self.data.astype(dtype)
+            return _from_local(data, d)
+        target = self._target(distribution_strategy, axis)
+        data = redistribute(self.data, d, target, copy=True)
+        if dtype is not None:
+            data = data.astype(dtype, copy=False)
+        return _from_local(data, target)
+
+    def _target(self, distribution_strategy: str | None, axis: int | None) -> Distributor:
+        d = self.distributor
+        strategy = d.strategy if distribution_strategy is None else distribution_strategy
+        ax = (d.axis or 0) if axis is None else axis
+        with agreed(d.comm):
+            if strategy == "freeform":
+                if d.replicated or (axis is not None and _normalize_axis(ax, d.ndim) != d.axis):
+                    raise ValueError("cannot choose 'freeform' piece lengths here; use 'equal'")
+                return d
+            ax = _axis_or_zero(ax, d.ndim)
+            return get_distributor(strategy, d.global_shape, d.comm, ax)
+
+    def redistribute(self, axis: int) -> distributed_data_object:
+        """A copy distributed along ``axis`` (caput's name); a global transpose if it changes."""
+        return self.copy(
+            distribution_strategy="equal" if self.distributor.replicated else None, axis=axis
+        )
+
+    def copy_empty(
+        self,
+        global_shape: Any = None,
+        local_shape: Any = None,
+        dtype: Any = None,
+        distribution_strategy: str | None = None,
+        **kwargs: Any,
+    ) -> distributed_data_object:
+        """An uninitialised array like this one, optionally of other shape/dtype/strategy.
+
+        No communication when only the dtype changes.
+        """
+        d = self.distributor
+        dt = self.data.dtype if dtype is None else dtype
+        if (
+            global_shape is None
+            and local_shape is None
+            and distribution_strategy is None
+            and not kwargs
+        ):
+            return _from_local(np.empty(self.data.shape, dtype=dt), d)
+        strategy = d.strategy if distribution_strategy is None else distribution_strategy
+        if strategy == "freeform" and local_shape is None and global_shape is None:
+            local_shape = self.data.shape
+        kwargs.setdefault("comm", d.comm)
+        if d.axis is not None:
+            kwargs.setdefault("axis", d.axis)
+        if strategy == "freeform" and local_shape is not None:
+            return distributed_data_object(
+                local_shape=local_shape, dtype=dt, distribution_strategy="freeform", **kwargs
+            )
+        if strategy == "freeform":
+            strategy = "equal"
+        return distributed_data_object(
+            global_shape=self.shape if global_shape is None else global_shape,
+            dtype=dt,
+            distribution_strategy=strategy,
+            **kwargs,
+        )
+
+    def astype(self, dtype: Any, copy: bool = True) -> distributed_data_object:
+        """The array cast to ``dtype``; local."""
+        data = self.data.astype(dtype, copy=copy)
+        if data is self.data:
+            return self
+        return _from_local(data, self.distributor)
+
+    @property
+    def real(self) -> distributed_data_object:
+        return _from_local(self.data.real, self.distributor)
+
+    @property
+    def imag(self) -> distributed_data_object:
+        return _from_local(self.data.imag, self.distributor)
+
+    @property
+    def T(self) -> distributed_data_object:  # noqa: N802
+        return self.transpose()
+
+    # -- iteration -----------------------------------------------------------
+    def __iter__(self) -> Iterator:
+        """Collective: iterate over the first axis, moving data in large chunks.
+
+        Every rank receives the same elements; all ranks must consume the
+        iterator in lockstep.  At most one local share is held at a time.
+        """
+        d = self.distributor
+        if not d.ndim:
+            raise TypeError("iteration over a 0-d array")
+        if d.replicated or d.comm.size == 1:
+            yield from self.data
+            return
+        n0 = d.global_shape[0]
+        row = max(1, int(np.prod(d.global_shape[1:], dtype=np.int64)))
+        chunk = max(1, max(self.data.size, _config.iter_chunk()) // row)
+        have = d.region
+        for start in range(0, n0, chunk):
+            stop = min(n0, start + chunk)
+            box = ((start, stop),) + tuple((0, n) for n in d.global_shape[1:])
+            block = exchange(d.comm, self.data, have, lambda r, b=box: b)
+            yield from block
+
+
+_from_local = distributed_data_object._from_local
+
+
+def _as_shape(shape: Any) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(n) for n in shape)
+
+
+def _axis_or_zero(axis: int, ndim: int) -> int:
+    return 0 if ndim == 0 else _normalize_axis(axis, ndim)
+
+
+def _retarget(src: Distributor, dst: Distributor) -> Distributor:
+    """``dst`` as a layout of ``src``'s comm (they must match)."""
+    if src.comm is not dst.comm:
+        raise ValueError("the data lives on another communicator")
+    return dst
+
+
+def _freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Distributor:
+    ax = _normalize_axis(axis, piece.ndim)
+    if metas is None:
+        metas = c.allgather(meta) if c.size > 1 else [meta]
+    shapes = [m[0] for m in metas]
+    dtypes = {m[1] for m in metas}
+    others = {s[:ax] + s[ax + 1 :] for s in shapes}
+    if len(others) != 1 or len({len(s) for s in shapes}) != 1 or len(dtypes) != 1:
+        raise ValueError(
+            f"'freeform' local pieces must agree in dtype and in every dimension but axis {ax}; "
+            f"got shapes {shapes} and dtypes {sorted(dtypes)}"
+        )
+    lengths = [s[ax] for s in shapes]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
+    gshape = list(piece.shape)
+    gshape[ax] = offsets[-1]
+    return slab_distributor(tuple(gshape), c, ax, offsets, "freeform")

@@ -1,0 +1,235 @@
+"""Distributors: immutable descriptions of how a global array is spread over ranks.
+
+A distributor knows the global shape, the communicator, the strategy name, the
+distributed axis and the extent every rank holds along it (the offsets
+table).  It knows nothing about dtypes or data.  Equal layouts share one
+distributor object (a cache keyed by its parameters), so "same layout?" is an
+identity check and building an array of a known layout communicates nothing.
+
+Strategies
+----------
+``'not'``       every rank holds the whole array (replicated).
+``'equal'``     slabs along ``axis`` as even as possible, first ranks take extras.
+``'fftw'``      FFTW-MPI's block rule: ``ceil(n/P)`` rows per rank, the tail empty.
+``'freeform'``  slabs whose lengths each rank chooses (the global length is the sum).
+
+A new layout (block-cyclic, ghost cells) is a new subclass of `Distributor`
+implementing `region`; the object, redistribution and the feature modules only
+talk to this interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._comm import Comm
+
+__all__ = [
+    "Distributor",
+    "ReplicatedDistributor",
+    "SlabDistributor",
+    "STRATEGIES",
+    "get_distributor",
+    "slab_distributor",
+    "equal_lengths",
+    "like",
+    "fftw_lengths",
+]
+
+Box = tuple  # tuple of (start, stop) per dimension
+
+
+def equal_lengths(n: int, size: int) -> list[int]:
+    """Lengths for 'equal': as even as possible, the first ranks take the extra rows."""
+    base, extra = divmod(n, size)
+    return [base + 1 if r < extra else base for r in range(size)]
+
+
+def fftw_lengths(n: int, size: int) -> list[int]:
+    """Lengths for 'fftw': FFTW-MPI's block rule, ``ceil(n/size)`` rows per rank."""
+    block = -(-n // size) if n else 0
+    return [max(0, min(block, n - r * block)) for r in range(size)]
+
+
+class Distributor:
+    """Base class of all layouts.
+
+    Attributes
+    ----------
+    global_shape : tuple of int
+    comm : Comm
+    strategy : str
+        The strategy name reported as ``obj.distribution_strategy``.
+    axis : int or None
+        The distributed axis (None when every rank holds everything).
+    replicated : bool
+        True when every rank holds the whole array.
+    local_shape : tuple of int
+        The shape of this rank's piece.
+    """
+
+    __slots__ = (
+        "global_shape",
+        "comm",
+        "strategy",
+        "axis",
+        "replicated",
+        "local_shape",
+        "ndim",
+        "size",
+        "local_slice",
+        "__weakref__",
+    )
+
+    def region(self, rank: int) -> Box:  # pragma: no cover - abstract
+        """The box ((start, stop) per dimension) of the global array that ``rank`` holds."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.strategy!r} shape={self.global_shape} "
+            f"axis={self.axis} local_shape={self.local_shape}>"
+        )
+
+    def __reduce__(self):  # distributors are per-process objects
+        raise TypeError("distributors cannot be pickled")
+
+
+class ReplicatedDistributor(Distributor):
+    """'not': a full copy of the array on every rank."""
+
+    __slots__ = ()
+
+    def __init__(self, global_shape: tuple, comm: Comm, strategy: str = "not") -> None:
+        self.global_shape = global_shape
+        self.comm = comm
+        self.strategy = strategy
+        self.axis = None
+        self.replicated = True
+        self.local_shape = global_shape
+        self.ndim = len(global_shape)
+        self.size = int(np.prod(global_shape, dtype=np.int64))
+        self.local_slice = (slice(None),) * self.ndim
+
+    def region(self, rank: int) -> Box:
+        return tuple((0, n) for n in self.global_shape)
+
+    def lengths(self) -> list[int]:
+        return [self.size] * self.comm.size
+
+
+class SlabDistributor(Distributor):
+    """Slabs along one axis: rank ``r`` holds ``offsets[r]:offsets[r+1]`` of ``axis``."""
+
+    __slots__ = ("offsets", "local_start", "local_stop")
+
+    def __init__(
+        self, global_shape: tuple, comm: Comm, strategy: str, axis: int, offsets: tuple
+    ) -> None:
+        self.global_shape = global_shape
+        self.comm = comm
+        self.strategy = strategy
+        self.axis = axis
+        self.replicated = False
+        self.offsets = offsets
+        self.local_start = offsets[comm.rank]
+        self.local_stop = offsets[comm.rank + 1]
+        ls = list(global_shape)
+        ls[axis] = self.local_stop - self.local_start
+        self.local_shape = tuple(ls)
+        self.ndim = len(global_shape)
+        self.size = int(np.prod(global_shape, dtype=np.int64))
+        self.local_slice = (slice(None),) * axis + (slice(self.local_start, self.local_stop),)
+
+    def region(self, rank: int) -> Box:
+        box = [(0, n) for n in self.global_shape]
+        box[self.axis] = (self.offsets[rank], self.offsets[rank + 1])
+        return tuple(box)
+
+    def lengths(self) -> list[int]:
+        """Every rank's extent along the distributed axis."""
+        o = self.offsets
+        return [o[r + 1] - o[r] for r in range(len(o) - 1)]
+
+    def owner(self, index: int) -> int:
+        """The rank holding global position ``index`` along the distributed axis."""
+        return int(np.searchsorted(self.offsets, index, side="right")) - 1
+
+
+STRATEGIES = ("not", "equal", "fftw", "freeform")
+_LENGTH_RULES = {"equal": equal_lengths, "fftw": fftw_lengths}
+_CACHE: dict = {}
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def slab_distributor(
+    global_shape: tuple, comm: Comm, axis: int, offsets: Sequence[int], strategy: str = "freeform"
+) -> Distributor:
+    """The (cached) slab layout with an explicit offsets table; no communication."""
+    offsets = tuple(int(o) for o in offsets)
+    key = ("slab", global_shape, comm, axis, offsets, strategy)
+    d = _CACHE.get(key)
+    if d is None:
+        d = _CACHE[key] = SlabDistributor(global_shape, comm, strategy, axis, offsets)
+    return d
+
+
+def get_distributor(
+    strategy: str, global_shape: Sequence[int], comm: Comm, axis: int = 0
+) -> Distributor:
+    """The (cached) distributor of a global-type strategy ('not', 'equal', 'fftw').
+
+    No communication.  A 0-d array is replicated whatever the strategy.
+    """
+    if type(global_shape) is not tuple:
+        global_shape = tuple(global_shape)
+    key = (strategy, global_shape, comm, axis)
+    d = _CACHE.get(key)
+    if d is not None:
+        return d
+    global_shape = tuple(int(n) for n in global_shape)
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"unknown distribution_strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+        )
+    if any(n < 0 for n in global_shape):
+        raise ValueError(f"negative dimensions are not allowed: {global_shape}")
+    if strategy == "not" or not global_shape:
+        d = ReplicatedDistributor(global_shape, comm, strategy)
+    else:
+        if strategy == "freeform":
+            raise ValueError("'freeform' is a local-type strategy: build it with local data")
+        ax = _normalize_axis(axis, len(global_shape))
+        lengths = _LENGTH_RULES[strategy](global_shape[ax], comm.size)
+        offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
+        d = slab_distributor(global_shape, comm, ax, offsets, strategy)
+    _CACHE[key] = d
+    return d
+
+
+def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Distributor:
+    """A layout of ``dist``'s strategy for another global shape; no communication.
+
+    'not' stays replicated; 'equal'/'fftw' apply their rule along ``axis``
+    (default: ``dist``'s axis); explicit offsets are kept when the distributed
+    length is unchanged, else the result falls back to 'equal'.
+    """
+    global_shape = tuple(global_shape)
+    ax = (dist.axis or 0) if axis is None else axis
+    s = dist.strategy
+    if s == "not" or not global_shape:
+        return get_distributor(s, global_shape, dist.comm, 0)
+    if s in _LENGTH_RULES:
+        return get_distributor(s, global_shape, dist.comm, ax)
+    if not dist.replicated and global_shape[ax] == dist.global_shape[dist.axis]:
+        return slab_distributor(global_shape, dist.comm, ax, dist.offsets, s)
+    return get_distributor("equal", global_shape, dist.comm, ax)

@@ -1,0 +1,3 @@
+"""(placeholder: filled in by its issue)."""
+
+__all__: list[str] = []

@@ -1,0 +1,492 @@
+"""Reductions, declared once in a table and computed through one path.
+
+Each rank reduces its piece with numpy; when the distributed axis is among
+the reduced axes the per-rank partials are combined across ranks:
+
+* small results (``size * ranks <= D2O_SMALL_REDUCE``): one Allgather of the
+  partials, combined in rank order, so every rank gets bit-identical values;
+* large results: one Allreduce (MPI's built-in op where it matches numpy's
+  semantics, else a user-defined op running the numpy ufunc).
+
+Ranks holding no elements contribute the reduction's identity (for max/min:
+the dtype's lowest/highest value).  numpy's own errors and result dtypes come
+from running the numpy function on a "probe": an array of the global shape
+with every nonzero length replaced by 1.
+
+A reduction to a scalar returns a numpy scalar identical on every rank; over
+undistributed axes the result stays distributed; over the distributed axis it
+is replicated ('not').
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import _config
+from ._comm import MPI, _mpi_type
+from ._d2o import distributed_data_object as D2O
+from ._distributors import (
+    Distributor,
+    _normalize_axis,
+    get_distributor,
+    like,
+    slab_distributor,
+)
+from ._errors import agreed
+
+__all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
+
+_from_local = D2O._from_local
+
+
+def _lowest(dt: np.dtype) -> Any:
+    if dt.kind in "fc":
+        return -np.inf
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return False
+
+
+def _highest(dt: np.dtype) -> Any:
+    if dt.kind in "fc":
+        return np.inf
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return True
+
+
+def _nan_or(fallback: Callable) -> Callable:
+    return lambda dt: np.nan if dt.kind in "fc" else fallback(dt)
+
+
+# name: (numpy function, ufunc combining partials, fill for empty pieces or None, takes dtype=)
+REDUCTIONS: dict[str, tuple] = {
+    "sum": (np.sum, np.add, None, True),
+    "prod": (np.prod, np.multiply, None, True),
+    "nansum": (np.nansum, np.add, None, True),
+    "max": (np.max, np.maximum, _lowest, False),
+    "min": (np.min, np.minimum, _highest, False),
+    "nanmax": (np.nanmax, np.fmax, _nan_or(_lowest), False),
+    "nanmin": (np.nanmin, np.fmin, _nan_or(_highest), False),
+    "all": (np.all, np.logical_and, None, False),
+    "any": (np.any, np.logical_or, None, False),
+}
+REDUCTIONS["amax"] = REDUCTIONS["max"]
+REDUCTIONS["amin"] = REDUCTIONS["min"]
+
+_BUILTIN_OPS = {
+    (np.add, "iufc"),
+    (np.multiply, "iufc"),
+    (np.maximum, "iu"),
+    (np.minimum, "iu"),
+    (np.logical_and, "b"),
+    (np.logical_or, "b"),
+}
+_BUILTIN_NAME = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "max",
+    np.minimum: "min",
+    np.logical_and: "land",
+    np.logical_or: "lor",
+}
+_USER_OPS: dict = {}
+
+
+def _mpi_op(ufunc: np.ufunc, dtype: np.dtype):
+    """The MPI op combining like ``ufunc``: built-in where semantics match, else a numpy one."""
+    for uf, kinds in _BUILTIN_OPS:
+        if uf is ufunc and dtype.kind in kinds:
+            return _BUILTIN_NAME[ufunc]
+    key = (ufunc, dtype)
+    op = _USER_OPS.get(key)
+    if op is None:
+
+        def combine(inbuf, inoutbuf, datatype, _u=ufunc, _dt=dtype):
+            a = np.frombuffer(inbuf, dtype=_dt)
+            b = np.frombuffer(inoutbuf, dtype=_dt)
+            _u(a, b, out=b)
+
+        op = _USER_OPS[key] = MPI.Op.Create(combine, commute=True)
+    return op
+
+
+def combine_partials(partial: np.ndarray, ufunc: np.ufunc, dist: Distributor) -> np.ndarray:
+    """Collective: combine per-rank ``partial`` arrays with ``ufunc``; identical on every rank."""
+    comm = dist.comm
+    if comm.size == 1:
+        return partial
+    if partial.size * comm.size <= _config.small_reduce():
+        stacked = comm.Allgather(partial)
+        return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
+    if partial.dtype.kind not in "biufc":
+        raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
+    _mpi_type(partial.dtype)
+    return comm.Allreduce(partial, _mpi_op(ufunc, partial.dtype))
+
+
+def _probe(obj: D2O) -> np.ndarray:
+    """A tiny array with the global array's zero-length pattern and dtype."""
+    return np.zeros(tuple(min(n, 1) for n in obj.shape), dtype=obj.dtype)
+
+
+def _norm_axes(axis: Any, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+
+
+def _kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> Distributor:
+    """Layout of a result where the distributed axis was not reduced."""
+    if d.replicated:
+        return get_distributor("not", shape, d.comm)
+    ax = d.axis if keepdims else d.axis - sum(a < d.axis for a in axes)
+    return like(d, shape, axis=ax)
+
+
+def _wrap_result(res: Any, d: Distributor) -> Any:
+    if np.ndim(res) == 0:
+        return np.asarray(res)[()]
+    return _from_local(res, d)
+
+
+def reduce(
+    obj: D2O,
+    name: str,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Collective: the reduction ``name`` (a key of `REDUCTIONS`) of ``obj``."""
+    fn, combine, fill, takes_dtype = REDUCTIONS[name]
+    if takes_dtype and dtype is not None:
+        kwargs["dtype"] = dtype
+    d = obj.distributor
+    if out is not None:
+        raise TypeError("out= is not supported for reductions of distributed arrays")
+    if d.replicated or d.comm.size == 1:
+        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        if np.ndim(res) == 0:
+            return np.asarray(res)[()]
+        axes = _norm_axes(axis, d.ndim)
+        return _from_local(
+            res,
+            _kept_layout(d, res.shape, axes, keepdims)
+            if d.axis not in axes
+            else get_distributor("not", res.shape, d.comm),
+        )
+    with agreed(d.comm):
+        if dtype is not None and not takes_dtype:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
+        axes = _norm_axes(axis, d.ndim)
+    if d.axis not in axes:
+        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        gshape = (
+            tuple(1 if i in axes else n for i, n in enumerate(d.global_shape))
+            if keepdims
+            else tuple(n for i, n in enumerate(d.global_shape) if i not in axes)
+        )
+        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+    pshape = tuple(1 if i in axes else n for i, n in enumerate(obj.data.shape))
+    if obj.data.shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
+        partial = np.full(pshape, fill(probe.dtype), dtype=probe.dtype)
+    else:
+        partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
+    total = combine_partials(partial, combine, d)
+    if not keepdims:
+        total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
+    return _wrap_result(total, get_distributor("not", total.shape, d.comm))
+
+
+def _count(obj: D2O, axis: Any) -> int:
+    axes = _norm_axes(axis, obj.ndim)
+    return int(np.prod([obj.shape[a] for a in axes], dtype=np.int64))
+
+
+def mean(
+    obj: D2O, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+) -> Any:
+    """Collective: the arithmetic mean (numpy's dtypes: float64 for integer input)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rdt = np.mean(_probe(obj), axis=axis, dtype=dtype).dtype
+    sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
+    total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
+    n = _count(obj, axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if n == 0:
+            warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+        res = total / n
+    return res.astype(rdt, copy=False) if isinstance(res, D2O) else rdt.type(res)
+
+
+def var(
+    obj: D2O,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+) -> Any:
+    """Collective: the variance, by numpy's two-pass algorithm (mean, then squared deviations)."""
+    from ._ufuncs import align
+
+    m = mean(obj, axis=axis, dtype=dtype, keepdims=True)
+    local_m = align(m, obj.distributor) if isinstance(m, D2O) else m
+    dev = np.subtract(obj.data, local_m, dtype=None if dtype is None else dtype)
+    if dev.dtype.kind == "c":
+        sq = np.abs(dev)
+        del dev
+        np.multiply(sq, sq, out=sq)
+    else:
+        sq = np.multiply(dev, dev, out=dev)
+    s = reduce(_from_local(sq, obj.distributor), "sum", axis=axis, keepdims=keepdims)
+    denom = max(_count(obj, axis) - ddof, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if denom == 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        return s / denom
+
+
+def std(
+    obj: D2O,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+) -> Any:
+    """Collective: the standard deviation, ``sqrt(var)``."""
+    return np.sqrt(var(obj, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    fn = np.argmax if name == "argmax" else np.argmin
+    d = obj.distributor
+    if out is not None:
+        raise TypeError("out= is not supported for distributed arrays")
+    if d.replicated or d.comm.size == 1:
+        res = fn(obj.data, axis=axis, keepdims=keepdims)
+        if np.ndim(res) == 0:
+            return np.asarray(res)[()]
+        axes = _norm_axes(axis, d.ndim)
+        lay = (
+            _kept_layout(d, res.shape, axes, keepdims)
+            if d.axis not in axes
+            else get_distributor("not", res.shape, d.comm)
+        )
+        return _from_local(res, lay)
+    with agreed(d.comm):
+        fn(_probe(obj), axis=axis, keepdims=keepdims)
+        axes = _norm_axes(axis, d.ndim)
+    if axis is not None and d.axis not in axes:
+        res = fn(obj.data, axis=axis, keepdims=keepdims)
+        gshape = (
+            tuple(1 if i in axes else n for i, n in enumerate(d.global_shape))
+            if keepdims
+            else tuple(n for i, n in enumerate(d.global_shape) if i not in axes)
+        )
+        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+    data = obj.data
+    if axis is None:
+        data = data.reshape(-1)
+        if data.size:
+            li = int(fn(data))
+            multi = list(np.unravel_index(li, obj.data.shape))
+            multi[d.axis] += d.local_start
+            gi = np.array([np.ravel_multi_index(multi, d.global_shape)], dtype=np.int64)
+            val = data[li : li + 1]
+        else:
+            gi, val = np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype)
+        ax = 0
+    else:
+        ax = axes[0]
+        if data.shape[ax]:
+            li = np.expand_dims(fn(data, axis=ax), ax)
+            val = np.take_along_axis(data, li, axis=ax)
+            gi = li.astype(np.int64) + d.local_start
+        else:
+            shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
+            gi, val = np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype)
+    vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
+    lengths = d.lengths()
+    best_v, best_i = None, None
+    for r in range(d.comm.size):
+        if lengths[r] == 0:
+            continue
+        v, i = vals[r], idxs[r]
+        if best_v is None:
+            best_v, best_i = v.copy(), i.copy()
+            continue
+        vnan, bnan = (
+            np.isnan(v) if v.dtype.kind in "fc" else False,
+            np.isnan(best_v) if v.dtype.kind in "fc" else False,
+        )
+        better = (v > best_v) if name == "argmax" else (v < best_v)
+        better = (better & ~bnan) | (vnan & ~bnan)
+        best_v = np.where(better, v, best_v)
+        best_i = np.where(better, i, best_i)
+    if axis is None:
+        res = best_i.reshape(()) if not keepdims else best_i.reshape((1,) * d.ndim)
+    else:
+        res = best_i if keepdims else np.squeeze(best_i, axis=ax)
+    res = res.astype(np.intp, copy=False)
+    return _wrap_result(res, get_distributor("not", res.shape, d.comm))
+
+
+# -- accumulations ----------------------------------------------------------------
+
+_ASSOCIATIVE = {
+    np.add,
+    np.multiply,
+    np.maximum,
+    np.minimum,
+    np.fmax,
+    np.fmin,
+    np.logical_and,
+    np.logical_or,
+    np.logical_xor,
+    np.bitwise_and,
+    np.bitwise_or,
+    np.bitwise_xor,
+}
+
+
+def ravel(obj: D2O) -> D2O:
+    """Collective: the flattened (C-order) array, distributed along its only axis.
+
+    Local when the array is distributed along axis 0; otherwise one
+    redistribution to axis 0 first.
+    """
+    d = obj.distributor
+    if d.replicated or d.comm.size == 1:
+        data = obj.data.reshape(-1)
+        lay = (
+            get_distributor("not", data.shape, d.comm)
+            if d.replicated
+            else like(d, data.shape, axis=0)
+        )
+        return _from_local(data, lay)
+    if d.axis != 0:
+        obj = obj.copy(distribution_strategy="equal", axis=0)
+        d = obj.distributor
+    inner = int(np.prod(d.global_shape[1:], dtype=np.int64))
+    offsets = [o * inner for o in d.offsets]
+    strategy = d.strategy if d.strategy in ("equal", "fftw") and inner == 1 else "freeform"
+    return _from_local(
+        obj.data.reshape(-1), slab_distributor((d.size,), d.comm, 0, offsets, strategy)
+    )
+
+
+def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype: Any) -> D2O:
+    if axis is None:
+        obj, axis = ravel(obj), 0
+    d = obj.distributor
+    with agreed(d.comm):
+        ax = _normalize_axis(axis, d.ndim)
+    if d.replicated or d.comm.size == 1 or ax != d.axis:
+        return _from_local(local_fn(obj.data, axis=ax, dtype=dtype), d)
+    if ufunc not in _ASSOCIATIVE:
+        other = next((a for a in range(d.ndim) if a != ax), None)
+        moved = obj.copy(distribution_strategy="not" if other is None else "equal", axis=other)
+        res = _from_local(local_fn(moved.data, axis=ax, dtype=dtype), moved.distributor)
+        return res.copy(
+            distribution_strategy=d.strategy if d.strategy != "freeform" else "equal", axis=ax
+        )
+    acc = local_fn(obj.data, axis=ax, dtype=dtype)
+    n = acc.shape[ax]
+    last = (
+        np.take(acc, [n - 1], axis=ax)
+        if n
+        else np.zeros(tuple(1 if i == ax else s for i, s in enumerate(acc.shape)), dtype=acc.dtype)
+    )
+    stacked = d.comm.Allgather(last)
+    lengths = d.lengths()
+    prior = [stacked[r] for r in range(d.comm.rank) if lengths[r]]
+    if prior and n:
+        prefix = prior[0]
+        for p in prior[1:]:
+            prefix = ufunc(prefix, p)
+        ufunc(prefix, acc, out=acc)
+    return _from_local(acc, d)
+
+
+def ufunc_reduce(
+    ufunc: np.ufunc,
+    obj: Any,
+    axis: Any = 0,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``ufunc.reduce`` on a distributed object (numpy's default axis=0)."""
+    for name, (_, combine, _, _) in REDUCTIONS.items():
+        if combine is ufunc and name in ("sum", "prod", "max", "min", "all", "any"):
+            if ufunc in (np.logical_and, np.logical_or) and obj.dtype.kind != "b":
+                break
+            return reduce(obj, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+    if ufunc in _ASSOCIATIVE:
+        REDUCTIONS.setdefault(ufunc.__name__, (ufunc.reduce, ufunc, None, True))
+        return reduce(
+            obj, ufunc.__name__, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs
+        )
+    return NotImplemented
+
+
+def ufunc_accumulate(
+    ufunc: np.ufunc, obj: Any, axis: int = 0, dtype: Any = None, out: Any = None
+) -> Any:
+    """``ufunc.accumulate`` on a distributed object."""
+    if out is not None:
+        return NotImplemented
+    return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
+
+
+def _install() -> None:
+    def make(name: str):
+        def method(
+            self: D2O,
+            axis: Any = None,
+            dtype: Any = None,
+            out: Any = None,
+            keepdims: bool = False,
+            **kwargs: Any,
+        ) -> Any:
+            return reduce(self, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+
+        method.__name__ = name
+        method.__doc__ = f"Collective: numpy's ``{name}`` over the global array."
+        return method
+
+    for name in REDUCTIONS:
+        setattr(D2O, name, make(name))
+    D2O.mean = mean
+    D2O.var = var
+    D2O.std = std
+    D2O.argmax = lambda self, axis=None, out=None, keepdims=False: _arg(
+        self, "argmax", axis, out, keepdims
+    )
+    D2O.argmin = lambda self, axis=None, out=None, keepdims=False: _arg(
+        self, "argmin", axis, out, keepdims
+    )
+    D2O.cumsum = lambda self, axis=None, dtype=None, out=None: _accumulate(
+        self, np.add, np.cumsum, axis, dtype
+    )
+    D2O.cumprod = lambda self, axis=None, dtype=None, out=None: _accumulate(
+        self, np.multiply, np.cumprod, axis, dtype
+    )
+    D2O.ravel = D2O.flatten = ravel
+
+
+_install()

@@ -1,0 +1,254 @@
+"""Element-wise arithmetic: Python operators and numpy ufuncs on distributed objects.
+
+Everything goes through one path, `apply_ufunc`.  The operators are
+generated from tables.  Fast path: operands that are scalars or arrays of the
+very same layout cost one numpy call on the local pieces plus the wrapping.
+Otherwise every operand is aligned to the result's layout: numpy arrays are
+cut locally (no communication), distributed operands of another layout are
+redistributed (never gathered, unless broadcasting along the distributed axis
+really needs every element on every rank).
+
+Layout rule for mixed operands: ``out``'s layout when given; otherwise the
+first distributed operand whose distributed axis survives broadcasting;
+replicated operands are cut locally; all-replicated inputs give a replicated
+result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._d2o import distributed_data_object as D2O
+from ._distributors import Distributor, get_distributor, like, slab_distributor
+from ._errors import agreed
+from ._redistribution import redistribute
+
+__all__ = ["apply_ufunc", "align", "result_layout"]
+
+_from_local = D2O._from_local
+_SCALARS = (int, float, complex, bool, np.generic)
+
+
+def _shape_of(x: Any) -> tuple:
+    return x.shape if isinstance(x, D2O) else np.shape(x)
+
+
+def result_layout(operands: list, shape: tuple) -> Distributor:
+    """The layout of a result of ``shape`` computed from ``operands`` (see module doc)."""
+    comm = None
+    fallback = None
+    for x in operands:
+        if not isinstance(x, D2O):
+            continue
+        d = x.distributor
+        if comm is None:
+            comm = d.comm
+        elif d.comm is not comm:
+            raise ValueError("operands live on different communicators")
+        if d.replicated:
+            continue
+        t = d.axis + len(shape) - d.ndim
+        if x.shape[d.axis] == shape[t]:
+            return d if d.global_shape == shape else like(d, shape, axis=t)
+        if fallback is None:
+            fallback = d
+    if fallback is not None:
+        return like(fallback, shape, axis=0) if shape else get_distributor("not", shape, comm)
+    return get_distributor("not", shape, comm)
+
+
+def align(x: Any, target: Distributor) -> Any:
+    """``x``'s part needed locally for a result of layout ``target`` (broadcast-aligned).
+
+    Collective when ``x`` is a distributed object of another layout.
+    """
+    if isinstance(x, D2O):
+        d = x.distributor
+        if d is target:
+            return x.data
+        if target.replicated:
+            return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
+        k = target.axis - (target.ndim - x.ndim)
+        if k >= 0 and x.shape[k] == target.global_shape[target.axis]:
+            if not d.replicated and d.axis == k and d.offsets == target.offsets:
+                return x.data
+            want = slab_distributor(x.shape, d.comm, k, target.offsets, target.strategy)
+            return redistribute(x.data, d, want)
+        return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
+    if target.replicated or isinstance(x, _SCALARS) or x is None:
+        return x
+    x = np.asarray(x)
+    k = target.axis - (target.ndim - x.ndim)
+    if k >= 0 and x.shape[k] != 1:
+        return x[(slice(None),) * k + (slice(target.local_start, target.local_stop),)]
+    return x
+
+
+def _wrap(result: Any, dist: Distributor) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_from_local(r, dist) for r in result)
+    return _from_local(result, dist)
+
+
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """Apply a numpy ufunc (method ``'__call__'``, ``'reduce'``, ``'accumulate'``)."""
+    if method == "reduce":
+        from ._reductions import ufunc_reduce
+
+        return ufunc_reduce(ufunc, *inputs, **kwargs)
+    if method == "accumulate":
+        from ._reductions import ufunc_accumulate
+
+        return ufunc_accumulate(ufunc, *inputs, **kwargs)
+    if method != "__call__":
+        return NotImplemented
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    shapes = [_shape_of(x) for x in inputs]
+    first = next((x for x in inputs + outs if isinstance(x, D2O)), None)
+    with agreed(first.distributor.comm):
+        shape = np.broadcast_shapes(*shapes)
+        for o in outs:
+            if o is not None and not isinstance(o, D2O):
+                raise TypeError("out= must be a distributed_data_object for distributed inputs")
+            if o is not None and o.shape != shape:
+                raise ValueError(
+                    f"non-broadcastable output operand with shape {o.shape} doesn't match "
+                    f"the broadcast shape {shape}"
+                )
+        if outs and outs[0] is not None:
+            target = outs[0].distributor
+        else:
+            target = result_layout(list(inputs), shape)
+    local_in = [align(x, target) for x in inputs]
+    where = kwargs.get("where", True)
+    if where is not True:
+        kwargs["where"] = align(where, target)
+    if outs:
+        kwargs["out"] = tuple(None if o is None else align_out(o, target) for o in outs)
+    result = ufunc(*local_in, **kwargs)
+    if outs:
+        wrapped = tuple(
+            o if o is not None else _from_local(r, target)
+            for o, r in zip(outs, result if isinstance(result, tuple) else (result,))
+        )
+        return wrapped if len(wrapped) > 1 else wrapped[0]
+    return _wrap(result, target)
+
+
+def align_out(o: D2O, target: Distributor) -> np.ndarray:
+    if o.distributor is not target:  # pragma: no cover - target is out[0]'s layout
+        raise ValueError("all out= arrays must share one layout")
+    return o.data
+
+
+def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    for x in inputs + kwargs.get("out", ()):
+        if hasattr(x, "__array_ufunc__") and not isinstance(x, (D2O, np.ndarray, np.generic)):
+            return NotImplemented
+    return apply_ufunc(ufunc, method, inputs, kwargs)
+
+
+# -- operators, generated from tables -----------------------------------------
+
+_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "truediv": np.true_divide,
+    "floordiv": np.floor_divide,
+    "mod": np.remainder,
+    "pow": np.power,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "lshift": np.left_shift,
+    "rshift": np.right_shift,
+}
+_COMPARISONS = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+_UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
+
+
+def _binary(ufunc: np.ufunc):
+    def op(self: D2O, other: Any) -> Any:
+        if isinstance(other, _SCALARS):
+            return _from_local(ufunc(self.data, other), self.distributor)
+        if isinstance(other, D2O):
+            if other.distributor is self.distributor:
+                return _from_local(ufunc(self.data, other.data), self.distributor)
+        elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
+            return NotImplemented
+        return apply_ufunc(ufunc, "__call__", (self, other), {})
+
+    return op
+
+
+def _reflected(ufunc: np.ufunc):
+    def op(self: D2O, other: Any) -> Any:
+        if isinstance(other, _SCALARS):
+            return _from_local(ufunc(other, self.data), self.distributor)
+        return apply_ufunc(ufunc, "__call__", (other, self), {})
+
+    return op
+
+
+def _inplace(ufunc: np.ufunc):
+    def op(self: D2O, other: Any) -> D2O:
+        if isinstance(other, _SCALARS):
+            ufunc(self.data, other, out=self.data)
+            return self
+        if isinstance(other, D2O) and other.distributor is self.distributor:
+            ufunc(self.data, other.data, out=self.data)
+            return self
+        apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+        return self
+
+    return op
+
+
+def _unary(ufunc: np.ufunc):
+    def op(self: D2O) -> D2O:
+        return _from_local(ufunc(self.data), self.distributor)
+
+    return op
+
+
+def _divmod(self: D2O, other: Any) -> tuple:
+    return apply_ufunc(np.divmod, "__call__", (self, other), {})
+
+
+def _rdivmod(self: D2O, other: Any) -> tuple:
+    return apply_ufunc(np.divmod, "__call__", (other, self), {})
+
+
+def _conjugate(self: D2O) -> D2O:
+    """The complex conjugate; local."""
+    return _from_local(np.conjugate(self.data), self.distributor)
+
+
+def _install() -> None:
+    for name, uf in _BINARY.items():
+        setattr(D2O, f"__{name}__", _binary(uf))
+        setattr(D2O, f"__r{name}__", _reflected(uf))
+        setattr(D2O, f"__i{name}__", _inplace(uf))
+    for name, uf in _COMPARISONS.items():
+        setattr(D2O, f"__{name}__", _binary(uf))
+    for name, uf in _UNARY.items():
+        setattr(D2O, f"__{name}__", _unary(uf))
+    D2O.__divmod__ = _divmod
+    D2O.__rdivmod__ = _rdivmod
+    D2O.__array_ufunc__ = _array_ufunc
+    D2O.__hash__ = None  # mutable, like ndarray
+    D2O.conjugate = D2O.conj = _conjugate
+
+
+_install()

@@ -1,0 +1,3 @@
+"""Distributed FFTs (placeholder: filled in by its issue)."""
+
+__all__: list[str] = []

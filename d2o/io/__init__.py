@@ -1,0 +1,3 @@
+"""Parallel file I/O (placeholder: filled in by its issue)."""
+
+__all__: list[str] = []

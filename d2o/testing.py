@@ -1,0 +1,232 @@
+"""Collective test helpers for code that uses d2o.
+
+Under MPI every rank runs the same test.  A plain ``assert`` that fails on
+one rank only leaves the other ranks waiting in their next collective call;
+the helpers here compare locally, then agree on the verdict across ranks, so
+that every rank raises :class:`AssertionError` together (or none does).
+
+All functions in this module are collective: call them on every rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._comm import default_comm
+
+__all__ = [
+    "assert_equal_to_numpy",
+    "assert_raises_everywhere",
+    "collective_assert",
+    "distribution_strategies",
+    "shapes",
+]
+
+_DISTRIBUTION_STRATEGIES = ("not", "equal", "fftw")
+_MAX_MSG = 2000
+
+
+def _comm_of(obj: Any = None):
+    comm = getattr(obj, "comm", None)
+    if comm is not None and hasattr(comm, "allgather"):
+        return comm
+    return default_comm()
+
+
+def _agree(local_msg: str | None, comm=None) -> None:
+    """Raise AssertionError on every rank if any rank reports a failure message.
+
+    Parameters
+    ----------
+    local_msg : str or None
+        None when the check passed on this rank, else a description.
+    comm : optional
+        The d2o communicator to agree on; ``default_comm()`` if None.
+    """
+    comm = default_comm() if comm is None else comm
+    if local_msg is not None and len(local_msg) > _MAX_MSG:
+        local_msg = local_msg[:_MAX_MSG] + " ..."
+    msgs = comm.allgather(local_msg)
+    failing = [r for r, m in enumerate(msgs) if m is not None]
+    if not failing:
+        return
+    if comm.size == 1:
+        raise AssertionError(msgs[0])
+    first = failing[0]
+    raise AssertionError(
+        f"check failed on rank(s) {failing} of {comm.size}; rank {first} says:\n{msgs[first]}"
+    )
+
+
+def collective_assert(condition: bool, msg: str = "") -> None:
+    """Assert ``condition`` on every rank; fail on all ranks if it fails on any.
+
+    Parameters
+    ----------
+    condition : bool
+        The local verdict of this rank.
+    msg : str, optional
+        Message used when this rank's condition is false.
+
+    Raises
+    ------
+    AssertionError
+        On every rank, when ``condition`` is false on at least one rank.
+    """
+    local = None if bool(condition) else (msg or "assertion failed")
+    _agree(local)
+
+
+def _local_data(obj: Any) -> Any:
+    if hasattr(obj, "get_full_data"):
+        return obj.get_full_data()
+    return obj
+
+
+def _compare(actual: Any, expected: Any, rtol: float | None, atol: float, check_dtype: bool):
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    if a.shape != e.shape:
+        return f"shape mismatch: got {a.shape}, expected {e.shape}"
+    if check_dtype and a.dtype != e.dtype:
+        return f"dtype mismatch: got {a.dtype}, expected {e.dtype}"
+    try:
+        if rtol is None and not atol:
+            np.testing.assert_array_equal(a, e, strict=False)
+        else:
+            np.testing.assert_allclose(
+                a, e, rtol=0.0 if rtol is None else rtol, atol=atol, equal_nan=True
+            )
+    except AssertionError as exc:
+        return str(exc)
+    except Exception as exc:  # e.g. comparing incomparable dtypes
+        return f"comparison raised {type(exc).__name__}: {exc}"
+    return None
+
+
+def assert_equal_to_numpy(
+    obj: Any,
+    expected: Any,
+    *,
+    rtol: float | None = None,
+    atol: float = 0,
+    check_dtype: bool = True,
+) -> None:
+    """Check that a distributed object (or plain value) equals a numpy array.
+
+    Collective.  A distributed object (anything with ``get_full_data``) is
+    gathered with ``obj.get_full_data()`` on every rank; numpy arrays, numpy
+    scalars and Python scalars are compared as they are.
+
+    Parameters
+    ----------
+    obj : distributed_data_object, numpy.ndarray or scalar
+        The value under test.
+    expected : array_like
+        The reference result, typically computed with numpy.
+    rtol : float, optional
+        Relative tolerance.  When None (default) and ``atol`` is 0 the
+        comparison is exact; NaNs in the same places count as equal.
+    atol : float, optional
+        Absolute tolerance (default 0).
+    check_dtype : bool, optional
+        Also require equal dtypes (``np.asarray(x).dtype``).  Default True.
+
+    Raises
+    ------
+    AssertionError
+        On every rank, when the check fails on at least one rank; the
+        message names the failing ranks and the first rank's reason.
+    """
+    comm = _comm_of(obj)
+    try:
+        actual = _local_data(obj)
+        local = _compare(actual, expected, rtol, atol, check_dtype)
+    except Exception as exc:  # a failure before comparing still needs agreement
+        local = f"gathering the data raised {type(exc).__name__}: {exc}"
+    _agree(local, comm)
+
+
+def assert_raises_everywhere(
+    exc_type: type[BaseException] | tuple[type[BaseException], ...],
+    func: Callable[..., Any],
+    *args: Any,
+    **kwargs: Any,
+) -> BaseException:
+    """Call ``func(*args, **kwargs)`` and require that it raises on every rank.
+
+    Collective.  Note that ``func`` itself must not leave ranks blocked in a
+    collective that only some ranks reach.
+
+    Parameters
+    ----------
+    exc_type : exception type or tuple of types
+        The expected exception (checked with ``isinstance``).
+    func : callable
+        The function to call.
+    *args, **kwargs
+        Passed to ``func``.
+
+    Returns
+    -------
+    BaseException
+        The exception raised on this rank.
+
+    Raises
+    ------
+    AssertionError
+        On every rank, unless every rank raised an instance of ``exc_type``.
+    """
+    caught: BaseException | None = None
+    try:
+        func(*args, **kwargs)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        caught = exc
+    name = getattr(exc_type, "__name__", repr(exc_type))
+    if caught is None:
+        local = f"{name} not raised"
+    elif not isinstance(caught, exc_type):
+        local = f"expected {name}, got {type(caught).__name__}: {caught}"
+    else:
+        local = None
+    _agree(local)
+    assert caught is not None
+    return caught
+
+
+def shapes(min_dims: int = 0, max_dims: int = 3, max_side: int = 5):
+    """Hypothesis strategy for array shapes (sides 0..``max_side``).
+
+    Parameters
+    ----------
+    min_dims, max_dims : int
+        Range of the number of dimensions.
+    max_side : int
+        Largest length of an axis.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Strategy drawing shape tuples.
+    """
+    from hypothesis.extra.numpy import array_shapes
+
+    return array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0, max_side=max_side)
+
+
+def distribution_strategies():
+    """Hypothesis strategy over d2o's distribution strategies.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        ``sampled_from(['not', 'equal', 'fftw'])``.
+    """
+    from hypothesis import strategies as st
+
+    return st.sampled_from(_DISTRIBUTION_STRATEGIES)
