@@ -431,7 +431,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             return
         n0 = d.global_shape[0]
         row = max(1, int(np.prod(d.global_shape[1:], dtype=np.int64)))
-        chunk = max(1, max(self.data.size, _config.iter_chunk()) // row)
+        # The same on every rank: from global quantities only (about one local share).
+        share = -(-d.size // d.comm.size)
+        chunk = max(1, max(share, _config.iter_chunk()) // row)
         have = d.region
         for start in range(0, n0, chunk):
             stop = min(n0, start + chunk)

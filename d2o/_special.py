@@ -1,3 +1,222 @@
-"""(placeholder: filled in by its issue)."""
+"""Special methods: bincount, unique, where/nonzero, vdot; numpy function dispatch.
 
-__all__: list[str] = []
+``__array_function__`` routes the numpy functions listed in `HANDLED` to
+their distributed implementations (``np.sum(obj)``, ``np.bincount(obj)``,
+``np.where(obj > 0)``, ...).  Any other numpy function raises TypeError
+instead of silently gathering the array: call ``obj.get_full_data()`` (an
+explicit gather) when the whole array is really wanted on every rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._d2o import distributed_data_object as D2O
+from ._distributors import get_distributor, slab_distributor
+from ._errors import agreed
+from ._reductions import combine_partials, ravel
+from ._ufuncs import align, apply_ufunc, result_layout
+
+__all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
+
+_from_local = D2O._from_local
+
+
+def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
+    """Collective: numpy's ``bincount`` of a 1-d non-negative integer array.
+
+    Communicates one allreduce of the maximum and one of the counts
+    (``max(x)+1`` elements); the result is replicated ('not').
+    """
+    d = x.distributor
+    with agreed(d.comm):
+        if x.ndim != 1:
+            raise ValueError("object too deep for desired array")
+        if x.dtype.kind not in "biu":
+            raise TypeError(
+                "Cannot cast array data from dtype('%s') to dtype('int64') according to the "
+                "rule 'safe'" % x.dtype
+            )
+        if minlength < 0:
+            raise ValueError("'minlength' must not be negative")
+        local = x.data
+        lmin = int(local.min()) if local.size else 0
+        if lmin < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        if weights is not None and np.shape(weights) != x.shape:
+            raise ValueError("The weights and list don't have the same length.")
+    gmax = int(d.comm.allreduce(int(local.max()) if local.size else -1, op="max"))
+    n = max(gmax + 1, int(minlength))
+    w = None if weights is None else align(weights, d)
+    counts = np.bincount(local, weights=w, minlength=n)
+    total = counts if d.replicated else combine_partials(counts, np.add, d)
+    return _from_local(total, get_distributor("not", total.shape, d.comm))
+
+
+def unique(x: D2O) -> D2O:
+    """Collective: the sorted unique values (numpy's ``unique`` without options).
+
+    Each rank reduces its piece to its unique values first; only those are
+    exchanged (an allgatherv), so the exchange is bounded by the number of
+    distinct values.  The result is replicated ('not').
+    """
+    d = x.distributor
+    local = np.unique(x.data)
+    if d.replicated or d.comm.size == 1:
+        return _from_local(local, get_distributor("not", local.shape, d.comm))
+    counts = d.comm.allgather(int(local.size))
+    allv = d.comm.Allgatherv(local, counts)
+    res = np.unique(allv)
+    return _from_local(res, get_distributor("not", res.shape, d.comm))
+
+
+def nonzero(x: D2O) -> tuple:
+    """Collective: a tuple of 1-d index arrays (numpy's C order), distributed by rank.
+
+    Local when the array is distributed along axis 0 (or replicated);
+    otherwise one redistribution to axis 0 first.  Each rank holds the
+    indices of its own nonzero elements ('freeform').
+    """
+    d = x.distributor
+    if x.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d")
+    if not d.replicated and d.axis != 0 and d.comm.size > 1:
+        x = x.copy(distribution_strategy="equal", axis=0)
+        d = x.distributor
+    idx = np.nonzero(x.data)
+    if d.replicated:
+        lay = get_distributor("not", idx[0].shape, d.comm)
+        return tuple(_from_local(i, lay) for i in idx)
+    counts = d.comm.allgather(int(idx[0].size)) if d.comm.size > 1 else [idx[0].size]
+    offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
+    lay = slab_distributor((offsets[-1],), d.comm, 0, offsets, "freeform")
+    out = [i.astype(np.intp, copy=False) for i in idx]
+    out[0] = out[0] + d.local_start
+    return tuple(_from_local(i, lay) for i in out)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """numpy's ``where``: ``nonzero(condition)`` with one argument, else element-wise choice.
+
+    The three-argument form aligns its operands like any element-wise
+    operation (see d2o._ufuncs) and returns a distributed object.
+    """
+    if x is None and y is None:
+        return nonzero(condition if isinstance(condition, D2O) else np.asarray(condition))
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    ops = [condition, x, y]
+    first = next(o for o in ops if isinstance(o, D2O))
+    with agreed(first.distributor.comm):
+        shape = np.broadcast_shapes(
+            *(np.shape(o) if not isinstance(o, D2O) else o.shape for o in ops)
+        )
+        target = result_layout(ops, shape)
+    local = [align(o, target) for o in ops]
+    return _from_local(np.where(*local), target)
+
+
+def vdot(a: Any, b: Any) -> Any:
+    """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every rank."""
+    da = a if isinstance(a, D2O) else None
+    db = b if isinstance(b, D2O) else None
+    lead = da if da is not None else db
+    with agreed(lead.distributor.comm):
+        if np.size(a) != np.size(b):
+            raise ValueError("vector dot product requires both arrays to have the same size")
+    fa = ravel(a) if da is not None else np.ravel(a)
+    fb = ravel(b) if db is not None else np.ravel(b)
+    lead_flat = fa if da is not None else fb
+    d = lead_flat.distributor
+    la = align(fa, d)
+    lb = align(fb, d)
+    part = np.asarray(np.vdot(la, lb)).reshape(1)
+    if d.replicated:
+        return part[0]
+    return combine_partials(part, np.add, d)[0]
+
+
+def _method(fn: Callable) -> Callable:
+    def m(self: D2O, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    m.__name__ = fn.__name__
+    m.__doc__ = fn.__doc__
+    return m
+
+
+def _reduction(name: str) -> Callable:
+    def f(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(a, name)(*args, **kwargs)
+
+    return f
+
+
+# numpy function -> distributed implementation (first argument is the array)
+HANDLED: dict = {
+    np.bincount: bincount,
+    np.unique: unique,
+    np.where: where,
+    np.nonzero: nonzero,
+    np.vdot: vdot,
+    np.ravel: lambda a, order="C": ravel(a),
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    np.isrealobj: lambda x: x.dtype.kind != "c",
+    np.iscomplexobj: lambda x: x.dtype.kind == "c",
+    np.real: lambda v: v.real,
+    np.imag: lambda v: v.imag,
+    np.copy: lambda a, *args, **kw: a.copy(),
+}
+for _name in (
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "mean",
+    "var",
+    "std",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "nansum",
+    "nanmax",
+    "nanmin",
+):
+    HANDLED[getattr(np, _name)] = _reduction(_name)
+for _name in ("nansum", "nanmax", "nanmin"):
+    HANDLED[getattr(np, _name)] = _reduction(_name)
+
+
+def _array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+    impl = HANDLED.get(func)
+    if impl is None:
+        raise TypeError(
+            f"numpy.{func.__name__} is not implemented for distributed_data_object; "
+            "use obj.get_full_data() to gather the array explicitly"
+        )
+    return impl(*args, **kwargs)
+
+
+def _install() -> None:
+    D2O.__array_function__ = _array_function
+    D2O.bincount = _method(bincount)
+    D2O.unique = _method(unique)
+    D2O.nonzero = _method(nonzero)
+    D2O.vdot = _method(vdot)
+    D2O.where = _method(where)
+    D2O.isnan = lambda self: apply_ufunc(np.isnan, "__call__", (self,), {})
+    D2O.isinf = lambda self: apply_ufunc(np.isinf, "__call__", (self,), {})
+    D2O.isfinite = lambda self: apply_ufunc(np.isfinite, "__call__", (self,), {})
+
+
+_install()

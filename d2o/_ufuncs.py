@@ -16,6 +16,7 @@ result.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -145,6 +146,24 @@ def align_out(o: D2O, target: Distributor) -> np.ndarray:
 
 
 def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if method == "__call__" and not kwargs:
+        # Fast path (np.sqrt(obj), np.add(obj, 1)): Python scalars, numpy scalars and
+        # operands of self's very layout need no alignment and no agreement (their
+        # shapes match on every rank by construction); the layout is result_layout's.
+        d = self.distributor
+        if not d.replicated or d is get_distributor("not", d.global_shape, d.comm):
+            local = []
+            for x in inputs:
+                if isinstance(x, D2O):
+                    if x.distributor is not d:
+                        break
+                    local.append(x.data)
+                elif isinstance(x, _SCALARS):
+                    local.append(x)
+                else:
+                    break
+            else:
+                return _wrap(ufunc(*local), d)
     for x in inputs + kwargs.get("out", ()):
         if hasattr(x, "__array_ufunc__") and not isinstance(x, (D2O, np.ndarray, np.generic)):
             return NotImplemented
@@ -178,13 +197,13 @@ _COMPARISONS = {
 _UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
 
 
-def _binary(ufunc: np.ufunc):
+def _binary(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> Any:
         if isinstance(other, _SCALARS):
-            return _from_local(ufunc(self.data, other), self.distributor)
+            return _from_local(pyop(self.data, other), self.distributor)
         if isinstance(other, D2O):
             if other.distributor is self.distributor:
-                return _from_local(ufunc(self.data, other.data), self.distributor)
+                return _from_local(pyop(self.data, other.data), self.distributor)
         elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
             return NotImplemented
         return apply_ufunc(ufunc, "__call__", (self, other), {})
@@ -192,22 +211,22 @@ def _binary(ufunc: np.ufunc):
     return op
 
 
-def _reflected(ufunc: np.ufunc):
+def _reflected(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> Any:
         if isinstance(other, _SCALARS):
-            return _from_local(ufunc(other, self.data), self.distributor)
+            return _from_local(pyop(other, self.data), self.distributor)
         return apply_ufunc(ufunc, "__call__", (other, self), {})
 
     return op
 
 
-def _inplace(ufunc: np.ufunc):
+def _inplace(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> D2O:
         if isinstance(other, _SCALARS):
-            ufunc(self.data, other, out=self.data)
+            self.data = pyop(self.data, other)
             return self
         if isinstance(other, D2O) and other.distributor is self.distributor:
-            ufunc(self.data, other.data, out=self.data)
+            self.data = pyop(self.data, other.data)
             return self
         apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
         return self
@@ -235,13 +254,19 @@ def _conjugate(self: D2O) -> D2O:
     return _from_local(np.conjugate(self.data), self.distributor)
 
 
+def _KW(name: str) -> bool:  # noqa: N802 - operator.and_/or_ carry a trailing underscore
+    return name in ("and", "or")
+
+
 def _install() -> None:
+    # The scalar and same-layout fast paths apply Python's operator to the local
+    # ndarray, so numpy's operator special cases (``a ** 2`` is ``square``) hold too.
     for name, uf in _BINARY.items():
-        setattr(D2O, f"__{name}__", _binary(uf))
-        setattr(D2O, f"__r{name}__", _reflected(uf))
-        setattr(D2O, f"__i{name}__", _inplace(uf))
+        setattr(D2O, f"__{name}__", _binary(uf, getattr(operator, name + "_" * _KW(name))))
+        setattr(D2O, f"__r{name}__", _reflected(uf, getattr(operator, name + "_" * _KW(name))))
+        setattr(D2O, f"__i{name}__", _inplace(uf, getattr(operator, f"i{name}")))
     for name, uf in _COMPARISONS.items():
-        setattr(D2O, f"__{name}__", _binary(uf))
+        setattr(D2O, f"__{name}__", _binary(uf, getattr(operator, name)))
     for name, uf in _UNARY.items():
         setattr(D2O, f"__{name}__", _unary(uf))
     D2O.__divmod__ = _divmod

@@ -1,0 +1,93 @@
+"""Shared builders for the tests: every layout of a global numpy array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from d2o import default_comm, distributed_data_object
+from d2o._distributors import fftw_lengths
+
+DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128"]
+STRATEGIES = ["not", "equal", "fftw", "freeform"]
+
+
+def layouts(ndim: int) -> list[tuple[str, int]]:
+    """(strategy, axis) pairs for an array of ``ndim`` dimensions (axis -1 on 3-d)."""
+    if ndim == 0:
+        return [("not", 0), ("equal", 0)]
+    axes = [0] if ndim == 1 else [0, 1] if ndim == 2 else [0, 1, -1]
+    out = [("not", 0)]
+    for s in ("equal", "fftw", "freeform"):
+        out += [(s, a) for a in axes]
+    return out
+
+
+def freeform_lengths(n: int, size: int) -> list[int]:
+    """Uneven piece lengths for 'freeform': the first ranks hold nothing when n is small."""
+    return fftw_lengths(n, size)[::-1]
+
+
+def make(a: np.ndarray, strategy: str, axis: int = 0) -> distributed_data_object:
+    """The distributed version of ``a`` in the given layout (collective)."""
+    if strategy != "freeform" or a.ndim == 0:
+        return distributed_data_object(a, distribution_strategy=strategy, axis=axis)
+    comm = default_comm()
+    ax = axis % a.ndim
+    lengths = freeform_lengths(a.shape[ax], comm.size)
+    start = sum(lengths[: comm.rank])
+    piece = np.take(a, np.arange(start, start + lengths[comm.rank]), axis=ax)
+    return distributed_data_object(local_data=piece, distribution_strategy="freeform", axis=ax)
+
+
+def sample(shape: tuple, dtype: str, seed: int = 0, positive: bool = False) -> np.ndarray:
+    """Deterministic test data of ``shape`` and ``dtype`` (the same on every rank)."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return (rng.integers(0, 2, n) == 1).reshape(shape)
+    if dt.kind in "iu":
+        lo = 0 if (positive or dt.kind == "u") else -9
+        return rng.integers(lo, 10, n).astype(dt).reshape(shape)
+    if dt.kind == "f":
+        v = rng.standard_normal(n) * 10
+        return (np.abs(v) if positive else v).astype(dt).reshape(shape)
+    v = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    return v.astype(dt).reshape(shape)
+
+
+class Checks:
+    """Accumulate local comparisons (no communication) and agree on them once.
+
+    ``check.equal(obj, expected)`` compares this rank's piece of ``obj`` with
+    the same part of the numpy result; ``check.done()`` is the one collective
+    verdict.  Much cheaper than a gather per comparison on many ranks.
+    """
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+
+    def equal(self, obj, expected, rtol=None, what="") -> None:
+        from d2o.testing import _compare
+
+        expected = np.asarray(expected)
+        if not isinstance(obj, distributed_data_object):
+            msg = f"expected a distributed object, got {type(obj).__name__}"
+            self.failures.append(f"{what}: {msg}")
+            return
+        if obj.shape != expected.shape:
+            self.failures.append(f"{what}: shape {obj.shape} != {expected.shape}")
+            return
+        part = expected[obj.distributor.local_slice] if expected.ndim else expected
+        msg = _compare(obj.data, part, rtol, 0, True)
+        if msg is not None:
+            self.failures.append(f"{what}: {msg}")
+
+    def true(self, cond, what="") -> None:
+        if not cond:
+            self.failures.append(str(what) or "condition failed")
+
+    def done(self) -> None:
+        from d2o.testing import collective_assert
+
+        collective_assert(not self.failures, "\n".join(self.failures[:5]))
