@@ -131,7 +131,14 @@ class Comm:
 
 
 if MPI is not None:
-    _MPI_OPS = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "land": MPI.LAND, "lor": MPI.LOR}
+    _MPI_OPS = {
+        "sum": MPI.SUM,
+        "prod": MPI.PROD,
+        "max": MPI.MAX,
+        "min": MPI.MIN,
+        "land": MPI.LAND,
+        "lor": MPI.LOR,
+    }
 else:  # pragma: no cover
     _MPI_OPS = {}
 
@@ -143,9 +150,13 @@ def _mpi_type(dtype: np.dtype):
     """The MPI datatype matching a numpy dtype (bool, ints, floats, complex)."""
     t = _TYPE_CACHE.get(dtype)
     if t is None:
-        from mpi4py.util import dtlib
+        # The predefined type (built-in ops are defined on it), not dtlib's duplicate.
+        t = MPI._typedict.get(dtype.char) if dtype.isnative else None
+        if t is None:
+            from mpi4py.util import dtlib
 
-        t = _TYPE_CACHE[dtype] = dtlib.from_numpy_dtype(dtype)
+            t = dtlib.from_numpy_dtype(dtype)
+        _TYPE_CACHE[dtype] = t
     return t
 
 

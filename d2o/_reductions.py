@@ -77,6 +77,9 @@ REDUCTIONS: dict[str, tuple] = {
 }
 REDUCTIONS["amax"] = REDUCTIONS["max"]
 REDUCTIONS["amin"] = REDUCTIONS["min"]
+# reductions whose numpy function is exactly ``ufunc.reduce`` for a plain ndarray
+_SIMPLE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+_SIMPLE["amax"], _SIMPLE["amin"] = _SIMPLE["max"], _SIMPLE["min"]
 
 _BUILTIN_OPS = {
     (np.add, "iufc"),
@@ -165,12 +168,23 @@ def reduce(
     **kwargs: Any,
 ) -> Any:
     """Collective: the reduction ``name`` (a key of `REDUCTIONS`) of ``obj``."""
+    if axis is None and dtype is None and out is None and not keepdims and not kwargs:
+        # Fast path for obj.sum()/obj.max(): the ufunc's C reduce is what numpy's
+        # np.sum/np.max call for an ndarray, minus their Python wrappers.
+        uf = _SIMPLE.get(name)
+        if uf is not None:
+            d = obj.distributor
+            if (d.replicated or d.comm.size == 1) and type(obj.data) is np.ndarray:
+                res = uf.reduce(obj.data, axis=None)
+                return res if isinstance(res, np.generic) else np.asarray(res)[()]
     fn, combine, fill, takes_dtype = REDUCTIONS[name]
     if takes_dtype and dtype is not None:
         kwargs["dtype"] = dtype
     d = obj.distributor
     if out is not None:
         raise TypeError("out= is not supported for reductions of distributed arrays")
+    if dtype is not None and not takes_dtype:
+        raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
     if d.replicated or d.comm.size == 1:
         res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
         if np.ndim(res) == 0:
@@ -183,8 +197,6 @@ def reduce(
             else get_distributor("not", res.shape, d.comm),
         )
     with agreed(d.comm):
-        if dtype is not None and not takes_dtype:
-            raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
@@ -328,12 +340,14 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
         if best_v is None:
             best_v, best_i = v.copy(), i.copy()
             continue
-        vnan, bnan = (
-            np.isnan(v) if v.dtype.kind in "fc" else False,
-            np.isnan(best_v) if v.dtype.kind in "fc" else False,
-        )
-        better = (v > best_v) if name == "argmax" else (v < best_v)
-        better = (better & ~bnan) | (vnan & ~bnan)
+        # Ties (and NaNs, which win like in numpy) go to the lowest global index:
+        # rank order is not flat order when the distributed axis is not the first.
+        earlier = i < best_i
+        cmp = (v > best_v) if name == "argmax" else (v < best_v)
+        better = cmp | ((v == best_v) & earlier)
+        if v.dtype.kind in "fc":
+            vnan, bnan = np.isnan(v), np.isnan(best_v)
+            better = np.where(bnan, vnan & earlier, vnan | better)
         best_v = np.where(better, v, best_v)
         best_i = np.where(better, i, best_i)
     if axis is None:
@@ -455,6 +469,8 @@ def ufunc_accumulate(
 
 def _install() -> None:
     def make(name: str):
+        uf = _SIMPLE.get(name)
+
         def method(
             self: D2O,
             axis: Any = None,
@@ -463,6 +479,17 @@ def _install() -> None:
             keepdims: bool = False,
             **kwargs: Any,
         ) -> Any:
+            if uf is not None and axis is None and dtype is None and out is None:
+                # reduce()'s fast path, inlined: obj.sum() costs one C reduce
+                d = self.distributor
+                if (
+                    (d.replicated or d.comm.size == 1)
+                    and not keepdims
+                    and not kwargs
+                    and type(self.data) is np.ndarray
+                ):
+                    res = uf.reduce(self.data, axis=None)
+                    return res if isinstance(res, np.generic) else np.asarray(res)[()]
             return reduce(self, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
 
         method.__name__ = name

@@ -52,6 +52,8 @@ def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     n = max(gmax + 1, int(minlength))
     w = None if weights is None else align(weights, d)
     counts = np.bincount(local, weights=w, minlength=n)
+    if w is not None and x.size:  # numpy counts an empty input as int even with weights
+        counts = counts.astype(np.float64, copy=False)
     total = counts if d.replicated else combine_partials(counts, np.add, d)
     return _from_local(total, get_distributor("not", total.shape, d.comm))
 

@@ -1,3 +1,39 @@
-"""Parallel file I/O (placeholder: filled in by its issue)."""
+"""Parallel file I/O: ``.npy`` through MPI-IO, HDF5 (h5py) and Zarr v3.
 
-__all__: list[str] = []
+Every rank reads and writes only its own part of an array; nothing is
+gathered.  h5py and zarr are optional and imported when first used.
+
+Functions: `save`/`load` (``.npy``), `from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`;
+the writers are also methods: ``obj.save(path)``, ``obj.to_hdf5(path, dataset)``,
+``obj.to_zarr(path)``.
+"""
+
+from __future__ import annotations
+
+from .._d2o import distributed_data_object as _D2O
+from ._hdf5 import from_hdf5, to_hdf5
+from ._npy import load, save
+from ._zarr import from_zarr, to_zarr
+
+__all__ = ["save", "load", "from_hdf5", "to_hdf5", "from_zarr", "to_zarr"]
+
+
+def _install() -> None:
+    def _save(self, path, overwrite=False):
+        """Collective: write to a ``.npy`` file (see `d2o.save`)."""
+        return save(path, self, overwrite=overwrite)
+
+    def _to_hdf5(self, path, dataset, **kwargs):
+        """Collective: write as an HDF5 dataset (see `d2o.to_hdf5`)."""
+        return to_hdf5(self, path, dataset, **kwargs)
+
+    def _to_zarr(self, path, **kwargs):
+        """Collective: write as a Zarr v3 array (see `d2o.to_zarr`)."""
+        return to_zarr(self, path, **kwargs)
+
+    _D2O.save = _save
+    _D2O.to_hdf5 = _to_hdf5
+    _D2O.to_zarr = _to_zarr
+
+
+_install()

@@ -1,0 +1,306 @@
+"""``.npy`` files through MPI-IO: every rank writes and reads only its own part.
+
+The file is an ordinary ``.npy`` file (numpy's format), so ``numpy.load``
+reads what `save` writes and `load` reads what ``numpy.save`` writes: C or
+Fortran order, any non-object dtype, either byte order.  Rank 0 writes the
+header; every rank sets a file view (an MPI subarray type of its box at the
+data offset) and the ranks write or read in collective calls
+(``Write_at_all``/``Read_at_all``) in blocks of at most ~BUFFER_BYTES, so no
+rank ever holds more than its share plus one block.  Without MPI the same
+functions work serially with plain file I/O and ``numpy.memmap``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+
+from .._comm import MPI, Comm, as_comm
+from .._d2o import distributed_data_object as D2O
+from .._distributors import Distributor
+from .._errors import agreed
+from . import _common
+from ._common import check_path, check_storable, commit, layout, remove, replace_path, temp_name
+
+__all__ = ["save", "load"]
+
+_fmt = np.lib.format
+
+
+def _header_bytes(shape: tuple, dtype: np.dtype) -> bytes:
+    """The ``.npy`` header numpy.save would write for a C-ordered array."""
+    d = {"descr": _fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    buf = io.BytesIO()
+    write = getattr(_fmt, "_write_array_header", None)
+    if write is not None:
+        write(buf, d, None)
+    else:  # pragma: no cover - older/newer numpy
+        try:
+            _fmt.write_array_header_1_0(buf, d)
+        except ValueError:
+            buf = io.BytesIO()
+            _fmt.write_array_header_2_0(buf, d)
+    return buf.getvalue()
+
+
+def _read_header(path: str) -> tuple:
+    """(shape, fortran_order, dtype descr, data offset) of a ``.npy`` file."""
+    with open(path, "rb") as f:
+        version = _fmt.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = _fmt.read_array_header_1_0(f, max_header_size=1 << 30)
+        elif version == (2, 0):
+            shape, fortran, dtype = _fmt.read_array_header_2_0(f, max_header_size=1 << 30)
+        else:
+            shape, fortran, dtype = _fmt._read_array_header(f, version, max_header_size=1 << 30)
+        offset = f.tell()
+    if dtype.hasobject:
+        raise ValueError(f"{path} holds Python objects (dtype {dtype}); d2o cannot load it")
+    return tuple(shape), bool(fortran), _fmt.dtype_to_descr(dtype), offset
+
+
+def _npy_path(path: Any) -> str:
+    path = check_path(path)
+    return path if path.endswith(".npy") else path + ".npy"
+
+
+def _box_of(dist: Distributor, rank: int) -> tuple:
+    if dist.replicated:  # rank 0 writes the whole array, the others nothing
+        return dist.region(rank) if rank == 0 else None
+    return dist.region(rank)
+
+
+def _count(box) -> int:
+    return 0 if box is None else int(np.prod([b - a for a, b in box], dtype=np.int64))
+
+
+def _rounds(counts: list[int], per_block: int) -> int:
+    return max(-(-c // per_block) for c in counts) if counts else 0
+
+
+# -- save ---------------------------------------------------------------------
+def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
+    """Collective: write ``obj`` to the ``.npy`` file ``path`` (C order), no gathering.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Target file; ``.npy`` is appended when missing (as ``numpy.save`` does).
+    obj : distributed_data_object
+        The array; a replicated ('not') array is written by rank 0 alone.
+    overwrite : bool
+        Replace an existing file (default: raise FileExistsError).
+
+    Notes
+    -----
+    Communication: a few tiny collectives (error agreement, the temporary
+    name), collective MPI-IO writes of every rank's own part, and a final
+    agreement before rank 0 renames the temporary file to ``path``.
+    A failed write leaves no file behind.
+    """
+    if not isinstance(obj, D2O):
+        raise TypeError(f"save expects a distributed_data_object, got {type(obj).__name__}")
+    dist = obj.distributor
+    c = dist.comm
+    tmp = None
+    with agreed(c):
+        path = _npy_path(path)
+        check_storable(obj.dtype, ".npy")
+        if c.rank == 0:
+            if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+                raise FileNotFoundError(f"no such directory: {os.path.dirname(path)!r}")
+            if os.path.lexists(path) and not overwrite:
+                raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+            tmp = temp_name(path)
+    tmp = c.bcast(tmp, 0)
+    header = _header_bytes(dist.global_shape, obj.dtype)
+    error = None
+    try:
+        if c.mpi is None:
+            _save_serial(tmp, header, obj.data)
+        else:
+            _save_mpi(tmp, header, obj.data, dist, c)
+    except Exception as exc:
+        error = exc
+    commit(c, error, lambda: remove(tmp), lambda: replace_path(tmp, path))
+
+
+def _flat_blocks(data: np.ndarray, per_block: int, rounds: int):
+    """Yield ``rounds`` (offset, C-ordered 1-D block) pairs; empty blocks pad the end.
+
+    A C-contiguous piece yields views; any other piece is copied block by
+    block into one staging buffer (reused: consume each block before the next).
+    """
+    n = data.size
+    if data.flags.c_contiguous:
+        flat = data.reshape(-1)
+        for i in range(rounds):
+            lo, hi = min(n, i * per_block), min(n, (i + 1) * per_block)
+            yield lo, flat[lo:hi]
+        return
+    stage = np.empty(min(per_block, n), dtype=data.dtype)
+    done = fill = 0
+    it = np.nditer(
+        data,
+        flags=["external_loop", "buffered", "zerosize_ok", "refs_ok"],
+        order="C",
+        buffersize=max(1, per_block // 8),
+    )
+    for chunk in it:
+        while chunk.size:
+            k = min(chunk.size, stage.size - fill)
+            stage[fill : fill + k] = chunk[:k]
+            fill, chunk = fill + k, chunk[k:]
+            if fill == stage.size:
+                yield done, stage
+                done, fill, rounds = done + fill, 0, rounds - 1
+    if fill:
+        yield done, stage[:fill]
+        done, rounds = done + fill, rounds - 1
+    for _ in range(rounds):
+        yield done, stage[:0]
+
+
+def _save_serial(tmp: str, header: bytes, data: np.ndarray) -> None:
+    per_block = max(1, _common.BUFFER_BYTES // max(1, data.itemsize))
+    with open(tmp, "wb") as f:
+        f.write(header)
+        for _, block in _flat_blocks(data, per_block, _rounds([data.size], per_block)):
+            f.write(memoryview(block).cast("B"))
+
+
+def _byte_type(itemsize: int, created: list):
+    t = MPI.BYTE.Create_contiguous(itemsize).Commit()
+    created.append(t)
+    return t
+
+
+def _view(fh, disp: int, base, dist_shape: tuple, box, order, created: list) -> None:
+    """Collective: set this rank's file view to its ``box`` of the array at ``disp``."""
+    if box is None or _count(box) == 0:
+        fh.Set_view(disp, base, base)
+        return
+    sizes = list(dist_shape)
+    subsizes = [b - a for a, b in box]
+    starts = [a for a, _ in box]
+    if not sizes:  # 0-d: one element
+        fh.Set_view(disp, base, base)
+        return
+    ft = base.Create_subarray(sizes, subsizes, starts, order=order).Commit()
+    created.append(ft)
+    fh.Set_view(disp, base, ft)
+
+
+def _save_mpi(tmp: str, header: bytes, data: np.ndarray, dist: Distributor, c: Comm) -> None:
+    created: list = []
+    fh = MPI.File.Open(c.mpi, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+    try:
+        if c.rank == 0:
+            fh.Write_at(0, header)
+        base = _byte_type(data.itemsize, created)
+        box = _box_of(dist, c.rank)
+        _view(fh, len(header), base, dist.global_shape, box, MPI.ORDER_C, created)
+        per_block = max(1, _common.BUFFER_BYTES // max(1, data.itemsize))
+        rounds = _rounds([_count(_box_of(dist, r)) for r in range(c.size)], per_block)
+        mine = data if _count(box) else data.reshape(-1)[:0]
+        for lo, block in _flat_blocks(mine, per_block, rounds):
+            fh.Write_at_all(lo, [block, block.size, base])
+    finally:
+        fh.Close()
+        for t in created:
+            t.Free()
+
+
+# -- load ---------------------------------------------------------------------
+def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: Any = None) -> D2O:
+    """Collective: read a ``.npy`` file, every rank reading only its own part.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file (C or Fortran order, any non-object dtype, either byte order).
+    distribution_strategy : {'equal', 'fftw', 'freeform', 'not'}
+        Layout of the result ('freeform' gets the 'equal' lengths; 'not'
+        makes every rank read the whole file).
+    axis : int
+        The distributed axis.
+    comm : mpi4py communicator, optional
+        Default: COMM_WORLD (or the serial stand-in).
+
+    Returns
+    -------
+    distributed_data_object
+        With the file's dtype (byte order included); the local pieces of a
+        Fortran-order file are Fortran-ordered, like ``numpy.load``'s result.
+
+    Notes
+    -----
+    Communication: rank 0 reads the header and broadcasts it (with error
+    agreement), then collective MPI-IO reads of every rank's own box.
+    """
+    c = as_comm(comm)
+    meta = None
+    with agreed(c):
+        path = check_path(path)
+        if distribution_strategy not in ("not", "equal", "fftw", "freeform"):
+            layout(distribution_strategy, (1,), c)  # raises the standard message
+        if c.rank == 0:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"no such file: {path!r}")
+            meta = _read_header(path)
+    shape, fortran, descr, offset = c.bcast(meta, 0)
+    dtype = _fmt.descr_to_dtype(descr)
+    with agreed(c):
+        dist = layout(distribution_strategy, shape, c, axis)
+    box = dist.region(c.rank)
+    local_shape = tuple(b - a for a, b in box)
+    order = "F" if fortran else "C"
+    if c.mpi is None:
+        local = _load_serial(path, shape, dtype, offset, order, dist)
+    else:
+        local = np.empty(local_shape, dtype=dtype, order=order)
+        error = None
+        try:
+            _load_mpi(path, local, dist, offset, fortran, c)
+        except Exception as exc:
+            error = exc
+        with agreed(c):
+            if error is not None:
+                raise error
+    return D2O._from_local(local, dist)
+
+
+def _load_serial(path, shape, dtype, offset, order, dist) -> np.ndarray:
+    if dist.size == 0:
+        return np.empty(dist.local_shape, dtype=dtype, order=order)
+    mm = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+    try:
+        return np.array(mm[dist.local_slice], order="K", subok=False)
+    finally:
+        del mm
+
+
+def _load_mpi(path: str, local: np.ndarray, dist: Distributor, offset: int, fortran: bool, c):
+    created: list = []
+    fh = MPI.File.Open(c.mpi, path, MPI.MODE_RDONLY)
+    try:
+        base = _byte_type(local.itemsize, created)
+        box = dist.region(c.rank)
+        order = MPI.ORDER_FORTRAN if fortran else MPI.ORDER_C
+        _view(fh, offset, base, dist.global_shape, box, order, created)
+        # ``local`` is contiguous in the file's order: its flat view is the view's order.
+        flat = local.ravel(order="A")
+        per_block = max(1, _common.BUFFER_BYTES // max(1, local.itemsize))
+        counts = [_count(dist.region(r)) for r in range(c.size)]
+        n = flat.size
+        for i in range(_rounds(counts, per_block)):
+            lo, hi = min(n, i * per_block), min(n, (i + 1) * per_block)
+            block = flat[lo:hi]
+            fh.Read_at_all(lo, [block, block.size, base])
+    finally:
+        fh.Close()
+        for t in created:
+            t.Free()
