@@ -1,0 +1,109 @@
+"""Bad input on ONE rank only must raise on every rank, quickly, without a hang.
+
+Each case gives rank 0 (or the last rank) a wrong argument and the others a
+right one.  Without agreement the good ranks would wait forever in their next
+collective; pytest-timeout (thread method) would then kill the job.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from d2o import default_comm, distributed_data_object
+from d2o.testing import collective_assert
+
+comm = default_comm()
+BAD = comm.size - 1  # the rank that gets the wrong input
+
+pytestmark = pytest.mark.skipif(comm.size == 1, reason="needs two ranks to disagree")
+
+
+def _raises_everywhere(exc_type, fn):
+    start = time.perf_counter()
+    try:
+        fn()
+    except exc_type:
+        raised = True
+    except Exception as exc:  # a different type is a failure too
+        raised = f"{type(exc).__name__}: {exc}"
+    else:
+        raised = False
+    elapsed = time.perf_counter() - start
+    collective_assert(raised is True, f"rank {comm.rank}: {raised}")
+    collective_assert(elapsed < 30, f"took {elapsed:.1f} s")
+    # the communicator is still usable and in step afterwards
+    collective_assert(comm.allreduce(1) == comm.size)
+
+
+def _per_rank(good, bad):
+    return bad if comm.rank == BAD else good
+
+
+def test_construction_shape_mismatch():
+    a = _per_rank(np.zeros((4, 3)), np.zeros((5, 3)))
+    _raises_everywhere(ValueError, lambda: distributed_data_object(a))
+
+
+def test_construction_dtype_mismatch():
+    dt = _per_rank(np.float64, np.int32)
+    _raises_everywhere(ValueError, lambda: distributed_data_object(global_shape=(4,), dtype=dt))
+
+
+def test_construction_bad_strategy():
+    s = _per_rank("equal", "cyclic")
+    _raises_everywhere(
+        ValueError, lambda: distributed_data_object(np.arange(4), distribution_strategy=s)
+    )
+
+
+def test_freeform_wrong_trailing_shape():
+    piece = _per_rank(np.zeros((2, 3)), np.zeros((2, 4)))
+    _raises_everywhere(
+        ValueError,
+        lambda: distributed_data_object(local_data=piece, distribution_strategy="freeform"),
+    )
+
+
+def test_bad_target_rank():
+    obj = distributed_data_object(np.arange(8))
+    t = _per_rank(0, comm.size + 3)
+    _raises_everywhere(ValueError, lambda: obj.get_full_data(target_rank=t))
+
+
+def test_reduction_axis_on_one_rank():
+    obj = distributed_data_object(np.arange(12).reshape(4, 3))
+    ax = _per_rank(0, 5)
+    _raises_everywhere(np.exceptions.AxisError, lambda: obj.sum(axis=ax))
+    _raises_everywhere(np.exceptions.AxisError, lambda: obj.argmax(axis=ax))
+
+
+def test_binary_op_with_wrong_numpy_shape_on_one_rank():
+    obj = distributed_data_object(np.arange(12).reshape(4, 3), axis=1)
+    other = _per_rank(np.ones(3), np.ones(5))
+    _raises_everywhere(ValueError, lambda: obj + distributed_data_object(np.ones(3)) + other)
+    _raises_everywhere(ValueError, lambda: np.add(obj, other))
+
+
+def test_copy_with_bad_strategy_on_one_rank():
+    obj = distributed_data_object(np.arange(12).reshape(4, 3))
+    s = _per_rank("not", "bogus")
+    _raises_everywhere(ValueError, lambda: obj.copy(distribution_strategy=s))
+
+
+def test_bincount_negative_value_on_one_rank_only():
+    # the negative value sits in the last rank's piece only: data-dependent error
+    x = np.arange(4 * comm.size)
+    x[-1] = -1
+    obj = distributed_data_object(x)
+    _raises_everywhere(ValueError, obj.bincount)
+
+
+def test_nothing_changed_after_failed_operation():
+    a = np.arange(12.0).reshape(4, 3)
+    obj = distributed_data_object(a)
+    with pytest.raises(ValueError):
+        obj += _per_rank(np.ones(3), np.ones(4))
+    collective_assert(np.array_equal(obj.get_full_data(), a))

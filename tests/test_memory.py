@@ -1,0 +1,80 @@
+"""Bounded memory: no operation holds more than the local share plus one local-sized temporary.
+
+numpy reports its allocations to tracemalloc, so the traced peak during an
+operation is the extra memory it needed on this rank (explicit gathers excepted).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from d2o import default_comm, distributed_data_object
+from d2o.testing import collective_assert
+
+comm = default_comm()
+N = 1 << 18  # rows per rank: 2 MiB of float64 per rank
+SLACK = 256 * 1024  # small bookkeeping (partials, tables, Python objects)
+
+
+def _peak(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del result
+    return peak
+
+
+@pytest.fixture(scope="module")
+def big():
+    a = distributed_data_object(global_shape=(N * comm.size, 1), dtype=np.float64)
+    a.set_local_data(np.random.default_rng(comm.rank).standard_normal(a.local_shape))
+    b = a.copy()
+    return a, b
+
+
+OPS = {
+    "copy": lambda a, b: a.copy(),
+    "copy_empty": lambda a, b: a.copy_empty(),
+    "add": lambda a, b: a + b,
+    "add_scalar": lambda a, b: a + 0,
+    "iadd": lambda a, b: a.__iadd__(b),
+    "sqrt": lambda a, b: np.sqrt(a, where=True),
+    "sum": lambda a, b: a.sum(),
+    "sum_axis0": lambda a, b: a.sum(axis=0),
+    "sum_axis1": lambda a, b: a.sum(axis=1),
+    "max": lambda a, b: a.max(),
+    "mean": lambda a, b: a.mean(),
+    "var": lambda a, b: a.var(),
+    "std": lambda a, b: a.std(),
+    "argmax": lambda a, b: a.argmax(),
+    "cumsum": lambda a, b: a.cumsum(axis=0),
+    "vdot": lambda a, b: np.vdot(a, b),
+    "astype": lambda a, b: a.astype(np.float32),
+    "compare": lambda a, b: a > b,
+    "redistribute_fftw": lambda a, b: a.copy(distribution_strategy="fftw"),
+    "iterate": lambda a, b: sum(1 for _ in a),
+}
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_peak_memory_bounded(big, name):
+    a, b = big
+    share = a.data.nbytes
+    with np.errstate(invalid="ignore"):
+        peak = _peak(lambda: OPS[name](a, b))
+    limit = share + SLACK if name != "iterate" else 2 * share + SLACK
+    collective_assert(peak <= limit, f"{name}: peak {peak} B > {limit} B (share {share} B)")
+
+
+def test_transposing_redistribution_bounded():
+    a = distributed_data_object(global_shape=(512, 128 * comm.size), dtype=np.float64)
+    a.set_local_data(1.0)
+    share = a.data.nbytes
+    peak = _peak(lambda: a.copy(axis=1))
+    collective_assert(peak <= share + SLACK, f"peak {peak} > {share + SLACK}")
