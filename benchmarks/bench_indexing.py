@@ -1,0 +1,73 @@
+"""Indexing benchmark: d2o against numpy in the same run (not a test).
+
+Run as ``python benchmarks/bench_indexing.py`` and
+``mpiexec -n 2 python benchmarks/bench_indexing.py``.  numpy works on the
+whole array in one process; d2o on the distributed array.  Each figure is the
+best of several repetitions (µs per call); rank 0 prints the table.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from d2o import default_comm, distributed_data_object
+
+comm = default_comm()
+
+
+def best(fn, number: int, repeat: int = 5) -> float:
+    """Best time per call in µs; ranks start each repetition together."""
+    times = []
+    for _ in range(repeat):
+        comm.barrier()
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        t = (time.perf_counter() - t0) / number
+        times.append(comm.allreduce(t, op="max"))
+    return min(times) * 1e6
+
+
+def main() -> None:
+    rng = np.random.default_rng(42)
+    n = 2**22
+    a = np.arange(n, dtype=np.float64)
+    obj = distributed_data_object(a)
+    idx = rng.integers(0, n, 10**5)
+    mask = rng.random(n) < 0.5
+    dmask = distributed_data_object(mask)
+    small = np.arange(1000, dtype=np.float64)
+    sobj = distributed_data_object(small)
+    three = [5, 700, 3]
+
+    def setitem_np():
+        small[5] = 1
+
+    def setitem_d2o():
+        sobj[5] = 1
+
+    rows = [
+        ("10^5 random int indices of 2^22", lambda: a[idx], lambda: obj[idx], 20),
+        ("bool mask (numpy) half of 2^22", lambda: a[mask], lambda: obj[mask], 5),
+        ("bool mask (d2o) half of 2^22", lambda: a[mask], lambda: obj[dmask], 5),
+        ("obj[::-2] of 2^22 (numpy: copy)", lambda: a[::-2].copy(), lambda: obj[::-2], 10),
+        ("obj[5] (1000 elements)", lambda: small[5], lambda: sobj[5], 20000),
+        ("obj[5] = 1 (1000 elements)", setitem_np, setitem_d2o, 20000),
+        ("3-element fancy index [5,700,3]", lambda: small[three], lambda: sobj[three], 5000),
+    ]
+    out = []
+    for label, f_np, f_d2o, number in rows:
+        t_np = best(f_np, number)
+        t_d2o = best(f_d2o, number)
+        out.append((label, t_np, t_d2o))
+    if comm.rank == 0:
+        print(f"d2o indexing benchmark on {comm.size} process(es)")
+        print(f"{'operation':40s} {'numpy µs':>12s} {'d2o µs':>12s} {'ratio':>8s}")
+        for label, t_np, t_d2o in out:
+            print(f"{label:40s} {t_np:12.2f} {t_d2o:12.2f} {t_d2o / t_np:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
