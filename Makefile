@@ -11,8 +11,8 @@ NPROCS ?= 1 2 3 4
 # Per-stage wall-clock guard (seconds) around each pytest run.
 STAGE_TIMEOUT ?= 900
 PYTEST_OPTS ?= -x -q -p no:cacheprovider --timeout=150
-DEMO ?= examples/get_set_data.py
-DEMO_NPROCS ?= 4
+DEMO ?= examples/wiener_filter.py
+DEMO_NPROCS ?= 2
 
 LINT_PATHS := d2o tests examples benchmarks
 

@@ -29,6 +29,8 @@ __all__ = ["distributed_data_object"]
 
 _register = d2o_librarian.register
 _new = object.__new__
+_FLOAT64 = np.dtype(np.float64)
+_FLOAT64_STR = _FLOAT64.str
 
 
 class distributed_data_object:  # noqa: N801 - the paper's public name
@@ -136,12 +138,13 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
                 arr = np.asarray(global_data)
                 shape, dt = arr.shape, arr.dtype
         elif global_shape is not None:
-            shape, dt = _as_shape(global_shape), np.dtype(np.float64)
+            shape, dt = _as_shape(global_shape), _FLOAT64
         else:
             raise ValueError("give global_data or global_shape (or local_data for 'freeform')")
         if dtype is not None:
             dt = np.dtype(dtype)
-        return (tuple(shape), dt.str if dt.fields is None else dt.descr, strategy, None)
+        code = _FLOAT64_STR if dt is _FLOAT64 else dt.str if dt.fields is None else dt.descr
+        return (tuple(shape), code, strategy, None)
 
     @staticmethod
     def _local_piece(global_data, shape, dtype, dist, copy) -> np.ndarray:
@@ -352,10 +355,17 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             return get_distributor(strategy, d.global_shape, d.comm, ax)
 
     def redistribute(self, axis: int) -> distributed_data_object:
-        """A copy distributed along ``axis`` (caput's name); a global transpose if it changes."""
-        return self.copy(
-            distribution_strategy="equal" if self.distributor.replicated else None, axis=axis
-        )
+        """A copy distributed along ``axis`` (caput's name); a global transpose if it changes.
+
+        'equal' and 'fftw' keep their strategy; replicated and 'freeform'
+        arrays (unless already along ``axis``) become 'equal'.
+        """
+        d = self.distributor
+        if d.strategy == "freeform" and isinstance(axis, (int, np.integer)):
+            if -d.ndim <= axis < d.ndim and axis % d.ndim == d.axis:
+                return self.copy()
+        keep = d.strategy in ("equal", "fftw")
+        return self.copy(distribution_strategy=None if keep else "equal", axis=axis)
 
     def copy_empty(
         self,
@@ -448,11 +458,15 @@ _from_local = distributed_data_object._from_local
 def _as_shape(shape: Any) -> tuple:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
-    return tuple(int(n) for n in shape)
+    return tuple(map(int, shape))
 
 
 def _axis_or_zero(axis: int, ndim: int) -> int:
-    return 0 if ndim == 0 else _normalize_axis(axis, ndim)
+    if ndim == 0:
+        return 0
+    if type(axis) is int and 0 <= axis < ndim:  # the common case, without the checks
+        return axis
+    return _normalize_axis(axis, ndim)
 
 
 def _retarget(src: Distributor, dst: Distributor) -> Distributor:

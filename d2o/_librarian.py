@@ -13,6 +13,8 @@ from typing import Any
 
 __all__ = ["d2o_librarian", "Librarian"]
 
+_ref = weakref.ref
+
 
 class Librarian:
     """Weak references to the live distributed objects, keyed by their index."""
@@ -26,12 +28,12 @@ class Librarian:
 
     def register(self, obj: Any) -> int:
         """Give ``obj`` the next index (starting at 1) and remember it weakly."""
-        self._count += 1
+        i = self._count = self._count + 1
         refs = self._refs
-        refs[self._count] = weakref.ref(obj)
+        refs[i] = _ref(obj)
         if len(refs) > self._sweep_at:
             self._sweep()
-        return self._count
+        return i
 
     def _sweep(self) -> None:
         self._refs = {k: r for k, r in self._refs.items() if r() is not None}

@@ -48,9 +48,19 @@ _BASE_TYPES: dict = {}
 
 
 def _base_type(itemsize: int):
+    """An MPI datatype of ``itemsize`` bytes, used for raw copies only.
+
+    Named types of the right size are preferred: MPICH packs subarrays of
+    them about twice as fast as subarrays of a contiguous-bytes type.
+    """
     t = _BASE_TYPES.get(itemsize)
     if t is None:
-        t = _BASE_TYPES[itemsize] = MPI.BYTE.Create_contiguous(itemsize).Commit()
+        named = {1: MPI.BYTE, 2: MPI.INT16_T, 4: MPI.INT32_T, 8: MPI.DOUBLE}
+        named[16] = MPI.C_DOUBLE_COMPLEX
+        t = named.get(itemsize)
+        if t is None:
+            t = MPI.BYTE.Create_contiguous(itemsize).Commit()
+        _BASE_TYPES[itemsize] = t
     return t
 
 
