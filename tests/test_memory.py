@@ -15,7 +15,7 @@ from d2o import default_comm, distributed_data_object
 from d2o.testing import collective_assert
 
 comm = default_comm()
-N = 1 << 18  # rows per rank: 2 MiB of float64 per rank
+N = 1 << 12  # rows per rank, 64 columns: 2 MiB of float64 per rank
 SLACK = 256 * 1024  # small bookkeeping (partials, tables, Python objects)
 
 
@@ -32,7 +32,7 @@ def _peak(fn):
 
 @pytest.fixture(scope="module")
 def big():
-    a = distributed_data_object(global_shape=(N * comm.size, 1), dtype=np.float64)
+    a = distributed_data_object(global_shape=(N * comm.size, 64), dtype=np.float64)
     a.set_local_data(np.random.default_rng(comm.rank).standard_normal(a.local_shape))
     b = a.copy()
     return a, b
