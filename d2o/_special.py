@@ -16,7 +16,7 @@ import numpy as np
 
 from ._d2o import distributed_data_object as D2O
 from ._distributors import get_distributor, slab_distributor
-from ._errors import agreed
+from ._errors import agree_gather, agreed
 from ._reductions import combine_partials, ravel
 from ._ufuncs import align, apply_ufunc, result_layout
 
@@ -28,33 +28,32 @@ _from_local = D2O._from_local
 def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     """Collective: numpy's ``bincount`` of a 1-d non-negative integer array.
 
-    Communicates one allreduce of the maximum and one of the counts
-    (``max(x)+1`` elements); the result is replicated ('not').
+    Each rank counts its piece in one numpy call; then one small allgather
+    agrees on errors and the result length, and one combination of the
+    counts (``max(x)+1`` elements) follows.  The result is replicated ('not').
     """
     d = x.distributor
     with agreed(d.comm):
         if x.ndim != 1:
             raise ValueError("object too deep for desired array")
-        if x.dtype.kind not in "biu":
-            raise TypeError(
-                "Cannot cast array data from dtype('%s') to dtype('int64') according to the "
-                "rule 'safe'" % x.dtype
-            )
-        if minlength < 0:
-            raise ValueError("'minlength' must not be negative")
-        local = x.data
-        lmin = int(local.min()) if local.size else 0
-        if lmin < 0:
-            raise ValueError("'list' argument must have no negative elements")
         if weights is not None and np.shape(weights) != x.shape:
             raise ValueError("The weights and list don't have the same length.")
-    gmax = int(d.comm.allreduce(int(local.max()) if local.size else -1, op="max"))
-    n = max(gmax + 1, int(minlength))
     w = None if weights is None else align(weights, d)
-    counts = np.bincount(local, weights=w, minlength=n)
+    error, counts = None, None
+    try:  # numpy's own errors: negative values, non-integer dtypes, negative minlength
+        counts = np.bincount(x.data, weights=w, minlength=minlength)
+    except Exception as exc:
+        error = exc
+    if d.replicated or d.comm.size == 1:
+        if error is not None:
+            raise error
+        return _from_local(counts, get_distributor("not", counts.shape, d.comm))
+    n = max(agree_gather(d.comm, error, len(counts) if error is None else 0))
     if w is not None and x.size:  # numpy counts an empty input as int even with weights
         counts = counts.astype(np.float64, copy=False)
-    total = counts if d.replicated else combine_partials(counts, np.add, d)
+    if len(counts) < n:
+        counts = np.concatenate((counts, np.zeros(n - len(counts), counts.dtype)))
+    total = combine_partials(counts, np.add, d)
     return _from_local(total, get_distributor("not", total.shape, d.comm))
 
 
