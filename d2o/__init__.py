@@ -18,6 +18,7 @@ from ._d2o import distributed_data_object
 from ._distributors import STRATEGIES
 from ._indexing import *  # noqa: F403
 from ._librarian import d2o_librarian
+from ._linalg import dot, matmul
 from ._shape_ops import *  # noqa: F403
 from ._special import *  # noqa: F403
 from .io import *  # noqa: F403
@@ -30,6 +31,8 @@ __all__ = [
     "default_comm",
     "STRATEGIES",
     "fft",
+    "dot",
+    "matmul",
     *_indexing.__all__,
     *_shape_ops.__all__,
     *_special.__all__,

@@ -163,6 +163,7 @@ HANDLED: dict = {
     np.where: where,
     np.nonzero: nonzero,
     np.vdot: vdot,
+    np.dot: lambda a, b, out=None: _dot(a, b),
     np.ravel: lambda a, order="C": ravel(a),
     np.shape: lambda a: a.shape,
     np.ndim: lambda a: a.ndim,
@@ -196,6 +197,12 @@ for _name in (
     HANDLED[getattr(np, _name)] = _reduction(_name)
 for _name in ("nansum", "nanmax", "nanmin"):
     HANDLED[getattr(np, _name)] = _reduction(_name)
+
+
+def _dot(a: Any, b: Any) -> Any:
+    from ._linalg import dot
+
+    return dot(a, b)
 
 
 def _array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:

@@ -146,6 +146,14 @@ def align_out(o: D2O, target: Distributor) -> np.ndarray:
 
 
 def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if ufunc.signature is not None:
+        # Generalized ufuncs (matmul, vecdot, ...) are not element-wise: applying them to
+        # the local pieces would be wrong.  matmul has a distributed implementation.
+        if ufunc is np.matmul and method == "__call__" and not kwargs:
+            from ._linalg import matmul
+
+            return matmul(*inputs)
+        return NotImplemented
     if method == "__call__" and not kwargs:
         # Fast path (np.sqrt(obj), np.add(obj, 1)): Python scalars, numpy scalars and
         # operands of self's very layout need no alignment and no agreement (their
