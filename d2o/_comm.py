@@ -64,6 +64,15 @@ class Comm:
             return value
         return self.mpi.allreduce(value, op=_MPI_OPS[op])
 
+    def any_flag(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is true on any rank (a one-byte buffer Allreduce)."""
+        if self.size == 1:
+            return bool(flag)
+        send = _FLAG_SEND
+        send[0] = 1 if flag else 0
+        self.mpi.Allreduce(send, _FLAG_RECV, op=MPI.MAX)
+        return bool(_FLAG_RECV[0])
+
     def allgather(self, value: Any) -> list:
         """Gather one small picklable value from every rank, on every rank."""
         if self.size == 1:
@@ -144,6 +153,8 @@ else:  # pragma: no cover
 
 
 _TYPE_CACHE: dict = {}
+_FLAG_SEND = np.zeros(1, dtype=np.int8)
+_FLAG_RECV = np.zeros(1, dtype=np.int8)
 
 
 def _mpi_type(dtype: np.dtype):

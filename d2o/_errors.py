@@ -9,8 +9,6 @@ tiny allreduce per call on more than one process, none on one process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ._comm import Comm
@@ -36,7 +34,7 @@ def agree(comm: Comm, error: BaseException | None) -> None:
         if error is not None:
             raise error
         return
-    if not comm.allreduce(error is not None, op="lor"):
+    if not comm.any_flag(error is not None):
         return
     info = None if error is None else (type(error), str(error))
     try:
@@ -51,16 +49,26 @@ def agree(comm: Comm, error: BaseException | None) -> None:
     raise _rebuild(exc_type, message, rank)
 
 
-@contextmanager
-def agreed(comm: Comm) -> Iterator[None]:
-    """Context manager form of `agree` for a block of (local) validation code."""
-    try:
-        yield
-    except Exception as exc:
-        agree(comm, exc)
-        raise  # pragma: no cover - agree always raises here
-    else:
-        agree(comm, None)
+class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``
+    """Context manager form of `agree` for a block of (local) validation code.
+
+    A class rather than a generator-based context manager: it sits on every
+    collective call's path, so its cost matters.
+    """
+
+    __slots__ = ("comm",)
+
+    def __init__(self, comm: Comm) -> None:
+        self.comm = comm
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None and not isinstance(exc, Exception):
+            return False  # KeyboardInterrupt and friends: not agreed, just propagate
+        agree(self.comm, exc)
+        return False
 
 
 def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:

@@ -197,27 +197,50 @@ def reduce(
             else get_distributor("not", res.shape, d.comm),
         )
     with agreed(d.comm):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
-        axes = _norm_axes(axis, d.ndim)
+        rdtype, axes = _validate(obj, name, fn, axis, kwargs)
     if d.axis not in axes:
         res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
-        gshape = (
-            tuple(1 if i in axes else n for i, n in enumerate(d.global_shape))
-            if keepdims
-            else tuple(n for i, n in enumerate(d.global_shape) if i not in axes)
-        )
+        gshape = _reduced_shape(d.global_shape, axes, keepdims)
         return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
-    pshape = tuple(1 if i in axes else n for i, n in enumerate(obj.data.shape))
+    pshape = _reduced_shape(obj.data.shape, axes, True)
     if obj.data.shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
-        partial = np.full(pshape, fill(probe.dtype), dtype=probe.dtype)
+        partial = np.full(pshape, fill(rdtype), dtype=rdtype)
     else:
         partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
     total = combine_partials(partial, combine, d)
     if not keepdims:
         total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
     return _wrap_result(total, get_distributor("not", total.shape, d.comm))
+
+
+_PROBES: dict = {}
+
+
+def _validate(obj: D2O, name: str, fn: Callable, axis: Any, kwargs: dict) -> tuple:
+    """numpy's errors, result dtype and the normalised axes of a reduction (local).
+
+    Runs ``fn`` on the probe; successful signatures are cached, so repeated
+    calls cost a dict lookup.
+    """
+    try:
+        key = (name, obj.dtype, obj.shape, axis, tuple(kwargs.items()))
+        hit = _PROBES.get(key)
+    except TypeError:  # an unhashable argument (a list axis, a where= array)
+        key, hit = None, None
+    if hit is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
+        hit = (probe.dtype, _norm_axes(axis, obj.ndim))
+        if key is not None and len(_PROBES) < 4096:
+            _PROBES[key] = hit
+    return hit
+
+
+def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 def _count(obj: D2O, axis: Any) -> int:
@@ -303,11 +326,7 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
         axes = _norm_axes(axis, d.ndim)
     if axis is not None and d.axis not in axes:
         res = fn(obj.data, axis=axis, keepdims=keepdims)
-        gshape = (
-            tuple(1 if i in axes else n for i, n in enumerate(d.global_shape))
-            if keepdims
-            else tuple(n for i, n in enumerate(d.global_shape) if i not in axes)
-        )
+        gshape = _reduced_shape(d.global_shape, axes, keepdims)
         return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
     data = obj.data
     if axis is None:

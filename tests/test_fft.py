@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
+from _helpers import traced_peak
 
 import d2o.fft as dfft
 from d2o import distributed_data_object as D2O
@@ -123,12 +122,7 @@ def test_1d_fft_memory_is_bounded():
     x = D2O(global_shape=(n,), dtype=np.complex128)
     x.local_array[...] = np.exp(2j * np.pi * 3 * np.arange(*x.distributor.region(COMM.rank)[0]) / n)
     share = x.local_array.nbytes
-    tracemalloc.start()
-    try:
-        y = dfft.fft(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    y, peak = traced_peak(lambda i: dfft.fft(x))
     # peak counts allocations after the input existed: the output share plus one transient
     # share during each all-to-all, plus bounded twiddle chunks; a gather would need n * 16.
     collective_assert(

@@ -6,10 +6,9 @@ operation is the extra memory it needed on this rank (explicit gathers excepted)
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
+from _helpers import traced_peak
 
 from d2o import default_comm, distributed_data_object
 from d2o.testing import collective_assert
@@ -17,17 +16,6 @@ from d2o.testing import collective_assert
 comm = default_comm()
 N = 1 << 12  # rows per rank, 64 columns: 2 MiB of float64 per rank
 SLACK = 256 * 1024  # small bookkeeping (partials, tables, Python objects)
-
-
-def _peak(fn):
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    result = fn()
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del result
-    return peak
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +55,7 @@ def test_peak_memory_bounded(big, name):
     a, b = big
     share = a.data.nbytes
     with np.errstate(invalid="ignore"):
-        peak = _peak(lambda: OPS[name](a, b))
+        _, peak = traced_peak(lambda i: OPS[name](a, b))
     limit = share + SLACK if name != "iterate" else 2 * share + SLACK
     collective_assert(peak <= limit, f"{name}: peak {peak} B > {limit} B (share {share} B)")
 
@@ -76,5 +64,5 @@ def test_transposing_redistribution_bounded():
     a = distributed_data_object(global_shape=(512, 128 * comm.size), dtype=np.float64)
     a.set_local_data(1.0)
     share = a.data.nbytes
-    peak = _peak(lambda: a.copy(axis=1))
+    _, peak = traced_peak(lambda i: a.copy(axis=1))
     collective_assert(peak <= share + SLACK, f"peak {peak} > {share + SLACK}")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 
 import numpy as np
 import pytest
+from _helpers import traced_peak
 
 from d2o import distributed_data_object as D2O
 from d2o._comm import default_comm
@@ -162,12 +162,7 @@ def test_redistribution_memory_is_bounded():
     rows, cols = 256 * COMM.size, 1024  # 2 MiB of float64 per rank
     x = D2O(global_shape=(rows, cols), dtype=np.float64)
     x.local_array[...] = COMM.rank
-    tracemalloc.start()
-    try:
-        y = x.redistribute(1)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    y, peak = traced_peak(lambda i: x.redistribute(1))
     new = y.local_array.nbytes
     collective_assert(
         peak <= new + (64 << 10),
