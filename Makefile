@@ -75,7 +75,7 @@ demo: venv
 
 bench: venv
 	@echo "==> benchmarks"
-	@set -e; for f in $(wildcard benchmarks/*.py); do \
+	@set -e; for f in $(wildcard benchmarks/bench_*.py); do \
 	  echo "--> $$f"; $(BIN)/python $$f; \
 	done
 
