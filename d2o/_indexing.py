@@ -36,6 +36,7 @@ Results are new arrays (copies), never views.
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, slab_distributor
 from ._errors import agree, agreed
+from ._fancy import get_rows, offsets_array, set_rows
 from ._keys import (
     Key,
     canonical,
@@ -94,7 +96,7 @@ def _owner_lin(d: Distributor, coords: list, shape: tuple) -> tuple[np.ndarray, 
         lin = np.broadcast_to(lin, shape).ravel()
         return np.full(lin.size, d.comm.rank, dtype=np.intp), lin
     ax = d.axis
-    offs = np.asarray(d.offsets, dtype=np.intp)
+    offs = offsets_array(d)
     c_ax = np.broadcast_to(coords[ax], shape)
     owner = np.searchsorted(offs, c_ax, side="right") - 1
     lin = c_ax - offs[owner]
@@ -168,6 +170,9 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
         if d.replicated or not res.ndim:
             return _from_local(res, get_distributor("not", res.shape, d.comm))
         return _from_local(res, get_distributor("equal", res.shape, d.comm))
+    res = get_rows(obj, key)
+    if res is not NotImplemented:
+        return res
     k = _canonical(obj, key)
     if k.distributed:
         return _get_distributed(obj, k)
@@ -242,7 +247,7 @@ def _get_adv_axis(obj: D2O, k: Key) -> D2O:
     ax = d.axis
     R, B = k.out_shape, k.bshape
     A = np.broadcast_to(k.src[ax][2], B)
-    offs = np.asarray(d.offsets)
+    offs = offsets_array(d)
     owners = np.searchsorted(offs, A, side="right") - 1
     if len(B) == 1 and _monotonic(owners):
         # every rank keeps the selected rows it owns, in order: no communication
@@ -281,7 +286,7 @@ def _get_small(obj: D2O, k: Key, dst: Distributor) -> np.ndarray:
     owner, lin = _owner_lin(d, coords_for(k, _full_box(R), advs), R)
     t = dst.axis
     pos = np.arange(R[t], dtype=np.intp).reshape((-1,) + (1,) * (len(R) - t - 1))
-    dest = np.searchsorted(np.asarray(dst.offsets), np.broadcast_to(pos, R), side="right") - 1
+    dest = np.searchsorted(offsets_array(dst), np.broadcast_to(pos, R), side="right") - 1
     dest = dest.ravel()
     mine = np.flatnonzero(dest == me)
     if np.array_equal(owner, dest):
@@ -496,6 +501,8 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
     if comm.size == 1 and _plain(key):
         obj.data[key] = value.data if isinstance(value, D2O) else value
         return None
+    if set_rows(obj, key, value, _check_value) is not NotImplemented:
+        return None
     k = _canonical(obj, key)
     val, dval = _as_value(obj, value)
     if k.distributed:
@@ -542,7 +549,7 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
     nb, bpos = len(B), k.bpos
     if dval is None:  # every rank writes what it owns: no communication
         A = np.broadcast_to(k.src[ax][2], B).reshape(-1)
-        offs = np.asarray(d.offsets)
+        offs = offsets_array(d)
         sel = np.flatnonzero((A >= offs[comm.rank]) & (A < offs[comm.rank + 1]))
         if sel.size == 0:
             return
@@ -556,7 +563,7 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
         if all(b == 1 for b in vv.shape[bpos : bpos + nb]):
             vsel = vv.reshape(head + (1,) + tail)
         else:
-            vb = np.broadcast_to(vv, head + B + tail).reshape(head + (-1,) + tail)
+            vb = np.broadcast_to(vv, head + B + tail).reshape(head + (prod(B),) + tail)
             vsel = np.take(vb, sel, axis=bpos)
         obj.data[emit(k, adv=adv)] = vsel
         return
