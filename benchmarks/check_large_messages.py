@@ -1,8 +1,9 @@
-"""One-off check (not a test): a redistribution whose per-peer message exceeds 2**31 elements.
+"""One-off check (not a test): exchanges whose per-peer message is huge.
 
-An int8 array of shape (2**16, 73_728) is 4.5 GiB; on 2 ranks a change of the
-distributed axis sends each peer a quarter of it, about 2.4e9 elements
-(> 2**31 = 2.15e9) in one message.  d2o sends one element of an MPI subarray
+An int8 array of shape (2**16, 73_728) is 4.5 GiB.  On 2 ranks, a change of
+the distributed axis sends each peer a quarter of it (1.2e9 elements), and a
+gather onto rank 0 receives rank 1's whole half in one message: 2.4e9
+elements, more than 2**31 = 2.15e9.  d2o sends one element of an MPI subarray
 datatype per peer, so no count overflows.  Needs ~9.5 GiB of memory in total.
 
 Run: mpiexec -n 2 python benchmarks/check_large_messages.py
@@ -46,3 +47,17 @@ for r in (0, 1, shape[0] // 2, shape[0] - 1):
 ok = comm.allreduce(ok, op="land")
 if comm.rank == 0:
     print(f"redistributed axis 0 -> 1 in {t:.1f} s: {'correct' if ok else 'WRONG'}")
+del y
+t0 = time.perf_counter()
+full = x.get_full_data(target_rank=0)
+t = time.perf_counter() - t0
+if comm.rank == 0:
+    cols = (np.arange(shape[1]) % 7).astype(np.int8)
+    ok = all(
+        np.array_equal(full[r], (np.arange(shape[1]) * 0 + r).astype(np.int8) + cols)
+        for r in (0, shape[0] // 2, shape[0] - 1)
+    )
+    print(
+        f"gathered onto rank 0 in {t:.1f} s (rank 1 sent {x.size - x.local_shape[0] * shape[1]:,} "
+        f"elements in one message): {'correct' if ok else 'WRONG'}"
+    )
