@@ -10,14 +10,8 @@ This is a benchmark, not a test: it asserts nothing.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import numpy as np  # noqa: E402
+from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
 
 import d2o.fft as dfft  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
@@ -27,28 +21,18 @@ SIZES = (2048, 4096)
 REPEAT = 3
 
 
-def timed(fn, comm, repeat=REPEAT) -> float:
-    times = []
-    for _ in range(repeat):
-        comm.barrier()
-        t0 = time.perf_counter()
-        fn()
-        times.append(comm.allreduce(time.perf_counter() - t0, op="max"))
-    return float(np.median(times))
-
-
 def measure() -> None:
     comm = default_comm()
     for n in SIZES:
         x = D2O(global_shape=(n, n), dtype=np.complex128)
         x.local_array[...] = np.random.default_rng(comm.rank).standard_normal(x.local_shape)
-        t = timed(lambda x=x: dfft.fftn(x), comm)
-        t1 = timed(lambda x=x: dfft.fftn(x, dist_axis=1), comm)
+        t = timed(lambda x=x: dfft.fftn(x), comm, REPEAT)
+        t1 = timed(lambda x=x: dfft.fftn(x, dist_axis=1), comm, REPEAT)
         del x
         ref = None
         if comm.rank == 0:
             a = np.random.default_rng(0).standard_normal((n, n)).astype(np.complex128)
-            ref = timed(lambda a=a: dfft._backend.fftn(a), Comm(None))
+            ref = timed(lambda a=a: dfft._backend.fftn(a), Comm(None), REPEAT)
             del a
             print(
                 f"{comm.size} proc(s) {n}x{n}: d2o fftn {t * 1e3:8.1f} ms "
@@ -59,18 +43,5 @@ def measure() -> None:
         comm.barrier()
 
 
-def launch(counts=(1, 2)) -> None:
-    here = os.path.abspath(__file__)
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    for n in counts:
-        subprocess.run(
-            [mpiexec, "-n", str(n), sys.executable, here, "--child"], env=env, check=True
-        )
-
-
 if __name__ == "__main__":
-    if "--child" in sys.argv or default_comm().size > 1:
-        measure()
-    else:
-        launch()
+    run_or_launch(__file__, measure)

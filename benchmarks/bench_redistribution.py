@@ -11,42 +11,26 @@ This is a benchmark, not a test: it asserts nothing.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import numpy as np  # noqa: E402
+from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
 
 from d2o import distributed_data_object as D2O  # noqa: E402
-from d2o._comm import default_comm  # noqa: E402
+from d2o._comm import Comm, default_comm  # noqa: E402
 
 SHAPE = (2048, 2048)  # 32 MiB of float64
 REPEAT = 15
-
-
-def timed(fn, comm, repeat=REPEAT) -> float:
-    times = []
-    for _ in range(repeat):
-        comm.barrier()
-        t0 = time.perf_counter()
-        fn()
-        times.append(comm.allreduce(time.perf_counter() - t0, op="max"))
-    return float(np.median(times))
 
 
 def measure() -> None:
     comm = default_comm()
     x = D2O(global_shape=SHAPE, dtype=np.float64)
     x.local_array[...] = comm.rank
-    t = timed(lambda: x.redistribute(1), comm)
+    t = timed(lambda: x.redistribute(1), comm, REPEAT)
     nbytes = x.nbytes
     if comm.rank == 0:
         src = np.ones(SHAPE)
         dst = np.empty_like(src)
-        tm = timed(lambda: np.copyto(dst, src), default_comm().__class__(None))
+        tm = timed(lambda: np.copyto(dst, src), Comm(None), REPEAT)
         print(
             f"{comm.size} proc(s): redistribute axis 0 -> 1 of {nbytes >> 20} MiB: "
             f"{t * 1e3:7.2f} ms = {nbytes / t / 1e9:5.2f} GB/s; "
@@ -56,18 +40,5 @@ def measure() -> None:
         )
 
 
-def launch(counts=(1, 2)) -> None:
-    here = os.path.abspath(__file__)
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    for n in counts:
-        subprocess.run(
-            [mpiexec, "-n", str(n), sys.executable, here, "--child"], env=env, check=True
-        )
-
-
 if __name__ == "__main__":
-    if "--child" in sys.argv or default_comm().size > 1:
-        measure()
-    else:
-        launch()
+    run_or_launch(__file__, measure)

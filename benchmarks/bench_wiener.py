@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from _harness import REPO as ROOT  # noqa: E402  (also puts the repo on sys.path)
+from _harness import run_or_launch  # noqa: E402
 
 from d2o._comm import default_comm  # noqa: E402
 
@@ -43,18 +41,5 @@ def measure() -> None:
             )
 
 
-def launch(counts=(1, 2)) -> None:
-    here = os.path.abspath(__file__)
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    for n in counts:
-        subprocess.run(
-            [mpiexec, "-n", str(n), sys.executable, here, "--child"], env=env, check=True
-        )
-
-
 if __name__ == "__main__":
-    if "--child" in sys.argv or default_comm().size > 1:
-        measure()
-    else:
-        launch()
+    run_or_launch(__file__, measure)

@@ -30,6 +30,7 @@ def freeform_lengths(n: int, size: int) -> list[int]:
 def make(a: np.ndarray, strategy: str, axis: int = 0) -> distributed_data_object:
     """The distributed version of ``a`` in the given layout (collective)."""
     if strategy != "freeform" or a.ndim == 0:
+        strategy = "equal" if strategy == "freeform" else strategy  # 0-d: replicated anyway
         return distributed_data_object(a, distribution_strategy=strategy, axis=axis)
     comm = default_comm()
     ax = axis % a.ndim

@@ -6,6 +6,9 @@ Under MPI every rank runs the whole suite; assertions must be collective
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -50,3 +53,13 @@ def rank(comm) -> int:
 @pytest.fixture(scope="session")
 def size(comm) -> int:
     return comm.size
+
+
+@pytest.fixture
+def shared_dir(comm):
+    """A temporary directory that every rank sees (rank 0 creates it and removes it)."""
+    path = comm.bcast(tempfile.mkdtemp(prefix="d2o-test-") if comm.rank == 0 else None)
+    yield path
+    comm.barrier()
+    if comm.rank == 0:
+        shutil.rmtree(path, ignore_errors=True)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import warnings
 
 import numpy as np
 import pytest
-from _helpers import traced_peak
+from _helpers import make, traced_peak
 
 import d2o
-from d2o._distributors import fftw_lengths
 from d2o.io import _common, _hdf5
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
@@ -20,16 +17,6 @@ h5py = pytest.importorskip("h5py")
 
 STRATEGIES = ["not", "equal", "fftw", "freeform"]
 DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128", ">f8"]
-
-
-@pytest.fixture
-def shared_dir(comm):
-    """A temporary directory that every rank sees (rank 0 creates it)."""
-    path = comm.bcast(tempfile.mkdtemp(prefix="d2o-h5-") if comm.rank == 0 else None)
-    yield path
-    comm.barrier()
-    if comm.rank == 0:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -45,20 +32,6 @@ def sample(shape, dtype, seed=0):
     if np.dtype(dtype).kind == "c":
         a = a + 1j * rng.integers(0, 9, size=shape)
     return a.astype(dtype)
-
-
-def make(a, strategy, axis, comm):
-    """A d2o of ``a``; 'freeform' gets uneven pieces (the first ranks may be empty)."""
-    if strategy != "freeform" or a.ndim == 0:
-        strategy = "equal" if strategy == "freeform" else strategy
-        return d2o.distributed_data_object(global_data=a, distribution_strategy=strategy, axis=axis)
-    ax = axis % a.ndim
-    lengths = fftw_lengths(a.shape[ax], comm.size)[::-1]
-    off = np.concatenate(([0], np.cumsum(lengths)))
-    piece = np.take(a, np.arange(off[comm.rank], off[comm.rank + 1]), axis=ax)
-    return d2o.distributed_data_object(
-        local_data=piece, distribution_strategy="freeform", axis=axis
-    )
 
 
 def h5read(path, name, sel=()):
@@ -80,7 +53,7 @@ def write_with_h5py(comm, path, **datasets):
 def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
     a = sample((7, 5, 3), "float64")
     path = os.path.join(shared_dir, "a.h5")
-    make(a, strategy, axis, comm).to_hdf5(path, "x")
+    make(a, strategy, axis).to_hdf5(path, "x")
     assert_equal_to_numpy(h5read(path, "x"), a)  # h5py reads what d2o wrote
     back = d2o.from_hdf5(path, "x", distribution_strategy=strategy, axis=axis)
     assert_equal_to_numpy(back, a)
@@ -91,7 +64,7 @@ def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
 def test_round_trip_dtypes(shared_dir, comm, dtype):
     a = sample((6, 4), dtype)
     path = os.path.join(shared_dir, "d.h5")
-    d2o.to_hdf5(make(a, "fftw", 1, comm), path, "grp/x")
+    d2o.to_hdf5(make(a, "fftw", 1), path, "grp/x")
     assert_equal_to_numpy(h5read(path, "grp/x"), a)
     assert_equal_to_numpy(d2o.from_hdf5(path, "grp/x", axis=1), a)
 
@@ -128,7 +101,7 @@ def test_empty_and_tiny(shared_dir, comm, strategy):
     path = os.path.join(shared_dir, "t.h5")
     for shape in [(0,), (0, 3), (3, 0), (1,), (1, 1), ()]:
         a = sample(shape, "int32")
-        make(a, strategy, 0, comm).to_hdf5(path, "t", overwrite=True)
+        make(a, strategy, 0).to_hdf5(path, "t", overwrite=True)
         assert_equal_to_numpy(h5read(path, "t"), a)
         assert_equal_to_numpy(d2o.from_hdf5(path, "t", distribution_strategy=strategy), a)
 
@@ -136,7 +109,7 @@ def test_empty_and_tiny(shared_dir, comm, strategy):
 def test_attrs_chunks_compression_and_second_dataset(shared_dir, comm):
     a = sample((12, 4), "float32")
     path = os.path.join(shared_dir, "c.h5")
-    obj = make(a, "equal", 0, comm)
+    obj = make(a, "equal", 0)
     obj.to_hdf5(path, "x", attrs={"units": "K", "n": 3}, chunks=(3, 4), compression="gzip")
     d2o.to_hdf5(obj * 2, path, "y")  # a second dataset joins the existing file
     with h5py.File(path, "r") as f:
@@ -158,7 +131,7 @@ def test_errors_on_every_rank(shared_dir, comm):
     assert_raises_everywhere(IndexError, d2o.from_hdf5, path, "x", sel=(4,))
     assert_raises_everywhere(IndexError, d2o.from_hdf5, path, "x", sel=(0, 0, 0))
     assert_raises_everywhere(ValueError, d2o.from_hdf5, path, "x", sel=(slice(0, 4, 0),))
-    obj = make(a * 5, "equal", 0, comm)
+    obj = make(a * 5, "equal", 0)
     assert_raises_everywhere(FileExistsError, obj.to_hdf5, path, "x")
     assert_equal_to_numpy(h5read(path, "x"), a)  # untouched
     obj.to_hdf5(path, "x", overwrite=True)
@@ -175,7 +148,7 @@ def test_errors_on_every_rank(shared_dir, comm):
 
 def test_failed_write_on_one_rank_leaves_nothing(shared_dir, comm, monkeypatch):
     a = sample((9, 2), "int64")
-    obj = make(a, "equal", 0, comm)
+    obj = make(a, "equal", 0)
     real = _hdf5._write_block
 
     def failing(*args, **kwargs):
@@ -203,7 +176,7 @@ def test_turn_taking_notice_once(shared_dir, comm, monkeypatch):
     if comm.size == 1 or _hdf5.parallel_hdf5(comm):
         pytest.skip("needs several ranks and an h5py without MPI")
     monkeypatch.setattr(_hdf5, "_notice_given", [False])
-    obj = make(sample((5,), "int32"), "equal", 0, comm)
+    obj = make(sample((5,), "int32"), "equal", 0)
     with warnings.catch_warnings(record=True) as first:
         warnings.simplefilter("always")
         obj.to_hdf5(os.path.join(shared_dir, "w.h5"), "a")

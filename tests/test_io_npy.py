@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import pytest
-from _helpers import traced_peak
+from _helpers import make, traced_peak
 
 import d2o
-from d2o._distributors import fftw_lengths
 from d2o.io import _common, _npy
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 STRATEGIES = ["not", "equal", "fftw", "freeform"]
 DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128", ">f8"]
-
-
-@pytest.fixture
-def shared_dir(comm):
-    """A temporary directory that every rank sees (rank 0 creates it)."""
-    path = comm.bcast(tempfile.mkdtemp(prefix="d2o-io-") if comm.rank == 0 else None)
-    yield path
-    comm.barrier()
-    if comm.rank == 0:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def sample(shape, dtype, seed=0):
@@ -38,20 +25,6 @@ def sample(shape, dtype, seed=0):
     return a.astype(dtype)
 
 
-def make(a, strategy, axis, comm):
-    """A d2o of ``a``; 'freeform' gets uneven pieces (the first ranks may be empty)."""
-    if strategy != "freeform" or a.ndim == 0:
-        strategy = "equal" if strategy == "freeform" else strategy  # 0-d: replicated anyway
-        return d2o.distributed_data_object(global_data=a, distribution_strategy=strategy, axis=axis)
-    ax = axis % a.ndim
-    lengths = fftw_lengths(a.shape[ax], comm.size)[::-1]
-    off = np.concatenate(([0], np.cumsum(lengths)))
-    piece = np.take(a, np.arange(off[comm.rank], off[comm.rank + 1]), axis=ax)
-    return d2o.distributed_data_object(
-        local_data=piece, distribution_strategy="freeform", axis=axis
-    )
-
-
 def listing(path):
     return sorted(os.listdir(path))
 
@@ -60,7 +33,7 @@ def listing(path):
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
     a = sample((7, 5, 3), "float64")
-    obj = make(a, strategy, axis, comm)
+    obj = make(a, strategy, axis)
     path = os.path.join(shared_dir, "a.npy")
     d2o.save(path, obj)
     assert_equal_to_numpy(np.load(path), a)  # numpy reads what d2o wrote
@@ -73,7 +46,7 @@ def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_round_trip_dtypes(shared_dir, comm, dtype):
     a = sample((6, 4), dtype)
-    obj = make(a, "equal", 1, comm)
+    obj = make(a, "equal", 1)
     path = os.path.join(shared_dir, "a.npy")
     obj.save(path)
     assert_equal_to_numpy(np.load(path), a)
@@ -104,7 +77,7 @@ def test_empty_and_tiny(shared_dir, comm, strategy):
     path = os.path.join(shared_dir, "t.npy")
     for shape in [(0,), (0, 3), (3, 0), (1,), (1, 1), ()]:
         a = sample(shape, "int64")
-        d2o.save(path, make(a, strategy, 0, comm), overwrite=True)
+        d2o.save(path, make(a, strategy, 0), overwrite=True)
         assert_equal_to_numpy(np.load(path), a)
         for ax in range(max(1, len(shape))):
             assert_equal_to_numpy(d2o.load(path, distribution_strategy=strategy, axis=ax), a)
@@ -121,7 +94,7 @@ def test_noncontiguous_piece_and_suffix(shared_dir, comm):
 
 def test_errors_on_every_rank(shared_dir, comm):
     a = sample((4, 3), "float64")
-    obj = make(a, "equal", 0, comm)
+    obj = make(a, "equal", 0)
     path = os.path.join(shared_dir, "e.npy")
     assert_raises_everywhere(FileNotFoundError, d2o.load, os.path.join(shared_dir, "nope.npy"))
     assert_raises_everywhere(
@@ -146,7 +119,7 @@ def test_errors_on_every_rank(shared_dir, comm):
 
 def test_failed_write_leaves_nothing(shared_dir, comm, monkeypatch):
     a = sample((40, 3), "float64")
-    obj = make(a, "equal", 0, comm)
+    obj = make(a, "equal", 0)
     monkeypatch.setattr(_common, "BUFFER_BYTES", 64)  # several blocks per rank
     real = _npy._flat_blocks
 

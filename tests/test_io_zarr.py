@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import pytest
-from _helpers import traced_peak
+from _helpers import make, traced_peak
 
 import d2o
-from d2o._distributors import fftw_lengths
 from d2o.io import _common, _zarr
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
@@ -21,36 +18,12 @@ STRATEGIES = ["not", "equal", "fftw", "freeform"]
 DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128", ">f8"]
 
 
-@pytest.fixture
-def shared_dir(comm):
-    """A temporary directory that every rank sees (rank 0 creates it)."""
-    path = comm.bcast(tempfile.mkdtemp(prefix="d2o-zarr-") if comm.rank == 0 else None)
-    yield path
-    comm.barrier()
-    if comm.rank == 0:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def sample(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     a = rng.integers(-50, 50, size=shape).astype(dtype)
     if np.dtype(dtype).kind == "c":
         a = a + 1j * rng.integers(0, 9, size=shape)
     return a.astype(dtype)
-
-
-def make(a, strategy, axis, comm):
-    """A d2o of ``a``; 'freeform' gets uneven pieces (the first ranks may be empty)."""
-    if strategy != "freeform" or a.ndim == 0:
-        strategy = "equal" if strategy == "freeform" else strategy
-        return d2o.distributed_data_object(global_data=a, distribution_strategy=strategy, axis=axis)
-    ax = axis % a.ndim
-    lengths = fftw_lengths(a.shape[ax], comm.size)[::-1]
-    off = np.concatenate(([0], np.cumsum(lengths)))
-    piece = np.take(a, np.arange(off[comm.rank], off[comm.rank + 1]), axis=ax)
-    return d2o.distributed_data_object(
-        local_data=piece, distribution_strategy="freeform", axis=axis
-    )
 
 
 def native(a):
@@ -74,7 +47,7 @@ def write_with_zarr(comm, path, a, chunks=None):
 def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
     a = sample((7, 5, 3), "float64")
     path = os.path.join(shared_dir, "a.zarr")
-    obj = make(a, strategy, axis, comm)
+    obj = make(a, strategy, axis)
     obj.to_zarr(path)
     assert_equal_to_numpy(zread(path), a)  # zarr reads what d2o wrote
     back = d2o.from_zarr(path, distribution_strategy=strategy, axis=axis)
@@ -90,7 +63,7 @@ def test_round_trip_strategies_axes(shared_dir, comm, strategy, axis):
 def test_round_trip_dtypes(shared_dir, comm, dtype):
     a = sample((6, 4), dtype)
     path = os.path.join(shared_dir, "d.zarr")
-    d2o.to_zarr(make(a, "fftw", 1, comm), path, attrs={"kind": dtype})
+    d2o.to_zarr(make(a, "fftw", 1), path, attrs={"kind": dtype})
     assert_equal_to_numpy(zread(path), native(a))
     attrs = zarr.open_array(path, mode="r").attrs.asdict()
     collective_assert(attrs == {"kind": dtype}, str(attrs))
@@ -126,7 +99,7 @@ def test_empty_and_tiny(shared_dir, comm, strategy):
     path = os.path.join(shared_dir, "t.zarr")
     for shape in [(0,), (0, 3), (3, 0), (1,), (1, 1), ()]:
         a = sample(shape, "int32")
-        make(a, strategy, 0, comm).to_zarr(path, overwrite=True)
+        make(a, strategy, 0).to_zarr(path, overwrite=True)
         assert_equal_to_numpy(zread(path), a)
         assert_equal_to_numpy(d2o.from_zarr(path, distribution_strategy=strategy), a)
 
@@ -153,7 +126,7 @@ def test_errors_on_every_rank(shared_dir, comm):
     assert_raises_everywhere(FileNotFoundError, d2o.from_zarr, missing)
     assert_raises_everywhere(IndexError, d2o.from_zarr, path, sel=(slice(None), 3))
     assert_raises_everywhere(TypeError, d2o.from_zarr, path, sel=([0, 1],))
-    obj = make(a * 5, "equal", 0, comm)
+    obj = make(a * 5, "equal", 0)
     assert_raises_everywhere(FileExistsError, obj.to_zarr, path)
     assert_equal_to_numpy(zread(path), a)  # untouched
     obj.to_zarr(path, overwrite=True)
@@ -161,7 +134,7 @@ def test_errors_on_every_rank(shared_dir, comm):
     objs = d2o.distributed_data_object(global_data=np.array([1, "x", None], dtype=object))
     assert_raises_everywhere(TypeError, d2o.to_zarr, objs, os.path.join(shared_dir, "o.zarr"))
     if comm.size > 1:  # a chunk straddling two ranks' pieces
-        big = make(sample((8 * comm.size + 1, 2), "int8"), "equal", 0, comm)
+        big = make(sample((8 * comm.size + 1, 2), "int8"), "equal", 0)
         p = os.path.join(shared_dir, "c.zarr")
         assert_raises_everywhere(ValueError, big.to_zarr, p, chunks=(2, 2))
     collective_assert(sorted(os.listdir(shared_dir)) == ["e.zarr"], str(os.listdir(shared_dir)))
@@ -169,7 +142,7 @@ def test_errors_on_every_rank(shared_dir, comm):
 
 def test_failed_write_on_one_rank_leaves_nothing(shared_dir, comm, monkeypatch):
     a = sample((9, 2), "int64")
-    obj = make(a, "equal", 0, comm)
+    obj = make(a, "equal", 0)
     real = _zarr._write_region
 
     def failing(*args, **kwargs):
