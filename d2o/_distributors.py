@@ -123,7 +123,7 @@ class ReplicatedDistributor(Distributor):
 class SlabDistributor(Distributor):
     """Slabs along one axis: rank ``r`` holds ``offsets[r]:offsets[r+1]`` of ``axis``."""
 
-    __slots__ = ("offsets", "local_start", "local_stop")
+    __slots__ = ("offsets", "offsets_array", "local_start", "local_stop")
 
     def __init__(
         self, global_shape: tuple, comm: Comm, strategy: str, axis: int, offsets: tuple
@@ -134,6 +134,9 @@ class SlabDistributor(Distributor):
         self.axis = axis
         self.replicated = False
         self.offsets = offsets
+        arr = np.asarray(offsets, dtype=np.intp)
+        arr.flags.writeable = False
+        self.offsets_array = arr  # the same table as a numpy array (for searchsorted)
         self.local_start = offsets[comm.rank]
         self.local_stop = offsets[comm.rank + 1]
         ls = list(global_shape)
@@ -160,7 +163,19 @@ class SlabDistributor(Distributor):
 
 STRATEGIES = ("not", "equal", "fftw", "freeform")
 _LENGTH_RULES = {"equal": equal_lengths, "fftw": fftw_lengths}
+# Equal layouts share one distributor.  The cache is bounded: when it is full it
+# starts afresh.  Arrays keep their distributors; a layout built again afterwards is
+# an equal but distinct object, and every "same layout" test falls back to comparing
+# offsets, so correctness never rests on identity.
 _CACHE: dict = {}
+_CACHE_MAX = 4096
+
+
+def _remember(key: tuple, d: Distributor) -> Distributor:
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = d
+    return d
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
@@ -179,7 +194,7 @@ def slab_distributor(
     key = ("slab", global_shape, comm, axis, offsets, strategy)
     d = _CACHE.get(key)
     if d is None:
-        d = _CACHE[key] = SlabDistributor(global_shape, comm, strategy, axis, offsets)
+        d = _remember(key, SlabDistributor(global_shape, comm, strategy, axis, offsets))
     return d
 
 
@@ -212,8 +227,7 @@ def get_distributor(
         lengths = _LENGTH_RULES[strategy](global_shape[ax], comm.size)
         offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
         d = slab_distributor(global_shape, comm, ax, offsets, strategy)
-    _CACHE[key] = d
-    return d
+    return _remember(key, d)
 
 
 def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Distributor:

@@ -33,16 +33,11 @@ from ._redistribution import _base_type
 __all__: list[str] = []
 
 _from_local = D2O._from_local
-_OFFS: dict = {}
 
 
 def offsets_array(d: Distributor) -> np.ndarray:
-    """``np.asarray(d.offsets, intp)``, cached per (immutable, cached) distributor."""
-    a = _OFFS.get(d)
-    if a is None:
-        a = _OFFS[d] = np.asarray(d.offsets, dtype=np.intp)
-        a.flags.writeable = False
-    return a
+    """The distributor's offsets table as a read-only intp array (built once per layout)."""
+    return d.offsets_array
 
 
 def _row_key(obj: D2O, key: Any) -> np.ndarray | None:

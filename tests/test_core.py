@@ -265,3 +265,18 @@ def test_bool_and_pickle():
 
     with pytest.raises(TypeError):
         pickle.dumps(obj)
+
+
+def test_distributor_cache_is_bounded_and_identity_is_not_needed(monkeypatch):
+    from d2o import _distributors
+
+    monkeypatch.setattr(_distributors, "_CACHE_MAX", 4)
+    old = distributed_data_object(np.arange(12.0).reshape(4, 3), distribution_strategy="fftw")
+    for n in range(5, 15):  # many other layouts: the cache starts afresh
+        distributed_data_object(global_shape=(n, 3))
+    collective_assert(len(_distributors._CACHE) <= 4)
+    new = distributed_data_object(np.ones((4, 3)), distribution_strategy="fftw")
+    collective_assert(new.distributor is not old.distributor)  # equal, not identical
+    assert_equal_to_numpy(old + new, np.arange(12.0).reshape(4, 3) + 1)
+    assert_equal_to_numpy(np.add(old, new, out=old), np.arange(12.0).reshape(4, 3) + 1)
+    collective_assert(old.distributor.offsets == new.distributor.offsets)
