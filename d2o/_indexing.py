@@ -48,6 +48,7 @@ from ._errors import agree, agreed
 from ._fancy import get_rows, offsets_array, set_rows
 from ._keys import (
     Key,
+    broadcast_index_shapes,
     canonical,
     coords_for,
     emit,
@@ -365,15 +366,7 @@ def _resolve_distributed(k: Key) -> tuple[list, dict]:
             per_item[i] = list(zip(it[1], keys))
             operands.extend(keys)
             shapes.append((total,))
-    try:
-        bshape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise IndexError(
-            "shape mismatch: indexing arrays could not be broadcast together with shapes "
-            + " ".join(str(s) for s in shapes)
-            + " "
-        ) from None
-    set_bshape(k, bshape)
+    set_bshape(k, broadcast_index_shapes(shapes))
     return operands, per_item
 
 

@@ -122,6 +122,29 @@ def _oob(index: Any, dim: int, n: int) -> IndexError:
     return IndexError(f"index {index} is out of bounds for axis {dim} with size {n}")
 
 
+def _check_mask(mask_shape: tuple, shape: tuple, dim: int) -> None:
+    """numpy's IndexError when a boolean mask does not match the axes it indexes."""
+    for j, m in enumerate(mask_shape):
+        if m != shape[dim + j]:
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {dim + j}; "
+                f"size of axis is {shape[dim + j]} but size of corresponding "
+                f"boolean axis is {m}"
+            )
+
+
+def broadcast_index_shapes(shapes: list) -> tuple:
+    """The broadcast shape of index arrays, or numpy's IndexError when they do not broadcast."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes "
+            + " ".join(str(s) for s in shapes)
+            + " "
+        ) from None
+
+
 def normalize_index_array(arr: np.ndarray, dim: int, n: int) -> np.ndarray:
     """``arr`` (integers) with negatives wrapped; IndexError when out of bounds."""
     arr = np.asarray(arr)
@@ -213,13 +236,7 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
             shapes.append(arr.shape)
             dim += 1
         elif kind == "mask":
-            for j, m in enumerate(p.shape):
-                if m != shape[dim + j]:
-                    raise IndexError(
-                        f"boolean index did not match indexed array along axis {dim + j}; "
-                        f"size of axis is {shape[dim + j]} but size of corresponding "
-                        f"boolean axis is {m}"
-                    )
+            _check_mask(p.shape, shape, dim)
             for arr in np.nonzero(p):
                 it = ("a", dim, arr.astype(np.intp, copy=False))
                 items.append(it)
@@ -242,13 +259,7 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
             dim += 1
         elif kind == "m":
             k.distributed = True
-            for j, m in enumerate(p.shape):
-                if m != shape[dim + j]:
-                    raise IndexError(
-                        f"boolean index did not match indexed array along axis {dim + j}; "
-                        f"size of axis is {shape[dim + j]} but size of corresponding "
-                        f"boolean axis is {m}"
-                    )
+            _check_mask(p.shape, shape, dim)
             it = ("m", tuple(range(dim, dim + p.ndim)), p)
             items.append(it)
             for j in range(p.ndim):
@@ -262,14 +273,7 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
     k.src = src
     if advanced:
         if not k.distributed:
-            try:
-                k.bshape = np.broadcast_shapes(*shapes)
-            except ValueError:
-                raise IndexError(
-                    "shape mismatch: indexing arrays could not be broadcast together with shapes "
-                    + " ".join(str(s) for s in shapes)
-                    + " "
-                ) from None
+            k.bshape = broadcast_index_shapes(shapes)
         else:
             k.bshape = None  # set by the caller once masks are counted
         adjacent = adv_pos[-1] - adv_pos[0] + 1 == len(adv_pos)
