@@ -6,6 +6,7 @@ Write numpy-style code once; run it on one process without MPI, or with
 
 # Feature modules attach their methods to distributed_data_object on import.
 from . import (  # noqa: F401
+    _funnel,
     _indexing,
     _reductions,
     _shape_ops,
@@ -14,13 +15,17 @@ from . import (  # noqa: F401
     fft,  # noqa: F401
 )
 from ._comm import default_comm
+from ._config import get_option, options, set_options
 from ._d2o import distributed_data_object
 from ._distributors import STRATEGIES
+from ._errors import GatherError, GatherWarning
 from ._indexing import *  # noqa: F403
 from ._librarian import d2o_librarian
 from ._linalg import dot, matmul
 from ._shape_ops import *  # noqa: F403
+from ._show import show
 from ._special import *  # noqa: F403
+from ._trace import Trace, trace
 from .io import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -33,6 +38,14 @@ __all__ = [
     "fft",
     "dot",
     "matmul",
+    "trace",
+    "Trace",
+    "show",
+    "set_options",
+    "options",
+    "get_option",
+    "GatherError",
+    "GatherWarning",
     *_indexing.__all__,
     *_shape_ops.__all__,
     *_special.__all__,
@@ -40,3 +53,29 @@ __all__ = [
 from .io import __all__ as _io_all  # noqa: E402
 
 __all__ += list(_io_all)
+
+
+def _register_public() -> None:
+    """Declare every public operation to the funnel (`d2o._funnel`): each function of the
+    class and of ``d2o``/``d2o.fft``/``d2o.io`` that may communicate gets traced."""
+    import inspect
+
+    D = distributed_data_object
+    namers = {
+        "__array_ufunc__": lambda a: a[1].__name__ + ("" if a[2] == "__call__" else f".{a[2]}"),
+        "__array_function__": lambda a: a[1].__name__,
+    }
+    local = {"__reduce__", "__len__", "__repr__", "__str__", "get_local_data", "set_local_data"}
+    for attr, val in list(D.__dict__.items()):
+        if inspect.isfunction(val) and attr not in local - {"__repr__", "__str__"}:
+            name = "distributed_data_object" if attr == "__init__" else attr
+            _funnel.register(D, attr, name, namers.get(attr))
+    quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm"}
+    for name in __all__:
+        obj = globals().get(name)
+        if inspect.isfunction(obj) and name not in quiet:
+            _funnel.register_functions(obj.__module__, [obj.__name__])
+    _funnel.register_functions("d2o.fft", list(fft.__all__), prefix="fft.")
+
+
+_register_public()

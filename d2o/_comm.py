@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _trace as _tr
+
 try:  # pragma: no cover - depends on the environment
     if os.environ.get("D2O_MPI", "1").strip().lower() in ("0", "false", "no", "off"):
         raise ImportError("disabled by D2O_MPI=0")
@@ -28,13 +30,14 @@ def have_mpi() -> bool:
     return MPI is not None
 
 
-_PY_OPS = {
-    "sum": lambda a, b: a + b,
-    "max": max,
-    "min": min,
-    "land": lambda a, b: bool(a) and bool(b),
-    "lor": lambda a, b: bool(a) or bool(b),
-}
+def _pickled(value: Any) -> int:
+    """Bytes of a pickled metadata value (computed only while a trace is active)."""
+    import pickle
+
+    try:
+        return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # pragma: no cover - unpicklable values fail in MPI anyway
+        return 0
 
 
 class Comm:
@@ -62,7 +65,10 @@ class Comm:
         """Reduce a small Python value over all ranks; every rank gets the result."""
         if self.size == 1:
             return value
-        return self.mpi.allreduce(value, op=_MPI_OPS[op])
+        out = self.mpi.allreduce(value, op=_MPI_OPS[op])
+        if _tr.active:
+            _tr.note("allreduce", _pickled(value), _pickled(out), self.size)
+        return out
 
     def any_flag(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is true on any rank (a one-byte buffer Allreduce)."""
@@ -71,24 +77,38 @@ class Comm:
         send = _FLAG_SEND
         send[0] = 1 if flag else 0
         self.mpi.Allreduce(send, _FLAG_RECV, op=MPI.MAX)
+        if _tr.active:
+            _tr.note("Allreduce", 1, 1, self.size)
         return bool(_FLAG_RECV[0])
 
     def allgather(self, value: Any) -> list:
         """Gather one small picklable value from every rank, on every rank."""
         if self.size == 1:
             return [value]
-        return self.mpi.allgather(value)
+        out = self.mpi.allgather(value)
+        if _tr.active:
+            sizes = [_pickled(v) for v in out]
+            _tr.note("allgather", sizes[self.rank], sum(sizes) - sizes[self.rank], self.size)
+        return out
 
     def bcast(self, value: Any, root: int = 0) -> Any:
         """Broadcast a small picklable value from ``root``."""
         if self.size == 1:
             return value
-        return self.mpi.bcast(value, root=root)
+        out = self.mpi.bcast(value, root=root)
+        if _tr.active:
+            n = _pickled(out)
+            _tr.note(
+                "bcast", n if self.rank == root else 0, 0 if self.rank == root else n, self.size
+            )
+        return out
 
     def barrier(self) -> None:
         """Wait for every rank."""
         if self.size > 1:
             self.mpi.Barrier()
+            if _tr.active:
+                _tr.note("Barrier", 0, 0, self.size)
 
     # -- numpy buffers ------------------------------------------------------
     def Allgather(self, send: np.ndarray) -> np.ndarray:
@@ -99,6 +119,8 @@ class Comm:
             out[0] = send
         elif send.nbytes:
             self.mpi.Allgather([send, MPI.BYTE], [out, MPI.BYTE])
+            if _tr.active:
+                _tr.note("Allgather", send.nbytes, send.nbytes * (self.size - 1), self.size)
         return out
 
     def Allgatherv(self, send: np.ndarray, counts: list[int]) -> np.ndarray:
@@ -112,6 +134,9 @@ class Comm:
         bcounts = [c * item for c in counts]
         displs = np.concatenate(([0], np.cumsum(bcounts)[:-1])).tolist()
         self.mpi.Allgatherv([send, MPI.BYTE], [out, (bcounts, displs), MPI.BYTE])
+        if _tr.active:
+            mine = bcounts[self.rank]
+            _tr.note("Allgatherv", mine, sum(bcounts) - mine, self.size)
         return out
 
     def Allreduce(self, send: np.ndarray, op: str | Any) -> np.ndarray:
@@ -122,12 +147,17 @@ class Comm:
         out = np.empty_like(send)
         mpi_op = _MPI_OPS[op] if isinstance(op, str) else op
         self.mpi.Allreduce([send, _mpi_type(send.dtype)], [out, _mpi_type(send.dtype)], mpi_op)
+        if _tr.active:
+            _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
         return out
 
     def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
         """Broadcast a contiguous array in place from ``root``."""
         if self.size > 1 and buf.nbytes:
             self.mpi.Bcast([buf, MPI.BYTE], root=root)
+            if _tr.active:
+                mine = self.rank == root
+                _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
         return buf
 
     def Alltoallw(self, send: np.ndarray, sendtypes: list, recv: np.ndarray, recvtypes: list):
@@ -137,6 +167,43 @@ class Comm:
             [send, ([c for c, _ in sendtypes], zeros), [t for _, t in sendtypes]],
             [recv, ([c for c, _ in recvtypes], zeros), [t for _, t in recvtypes]],
         )
+        if _tr.active:
+            me = self.rank
+            sent = sum(c * t.Get_size() for r, (c, t) in enumerate(sendtypes) if r != me)
+            got = sum(c * t.Get_size() for r, (c, t) in enumerate(recvtypes) if r != me)
+            _tr.note("Alltoallw", sent, got, self.size)
+            _tr.note_temp(recv.nbytes)
+
+    def Alltoallv(self, send: np.ndarray, sc: list, recv: np.ndarray, rc: list, datatype) -> None:
+        """All-to-all of 1-D buffers grouped by peer: ``sc[r]``/``rc[r]`` elements of ``datatype``."""
+        sd = [0] * self.size
+        rd = [0] * self.size
+        for r in range(1, self.size):
+            sd[r] = sd[r - 1] + sc[r - 1]
+            rd[r] = rd[r - 1] + rc[r - 1]
+        self.mpi.Alltoallv([send, (sc, sd), datatype], [recv, (rc, rd), datatype])
+        if _tr.active:
+            me, item = self.rank, datatype.Get_size()
+            _tr.note("Alltoallv", (sum(sc) - sc[me]) * item, (sum(rc) - rc[me]) * item, self.size)
+            _tr.note_temp(recv.nbytes)
+
+    def send(self, value: Any, dest: int, tag: int = 0) -> None:
+        """Point-to-point send of a small picklable value."""
+        self.mpi.send(value, dest=dest, tag=tag)
+        if _tr.active:
+            _tr.note("send", _pickled(value), 0, 2)
+
+    def recv(self, source: int, tag: int = 0) -> Any:
+        """Point-to-point receive of a small picklable value."""
+        value = self.mpi.recv(source=source, tag=tag)
+        if _tr.active:
+            _tr.note("recv", 0, _pickled(value), 2)
+        return value
+
+    def note_call(self) -> None:
+        """Count a collective call made on ``self.mpi`` outside this class (MPI-IO)."""
+        if _tr.active and self.size > 1:
+            _tr.note("MPI-IO", 0, 0, self.size)
 
 
 if MPI is not None:

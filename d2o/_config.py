@@ -1,15 +1,28 @@
-"""Settings read once from the environment.
+"""Settings: read once from the environment, and the user options of `set_options`.
+
+Environment (read at import):
 
 ``D2O_MPI=0``            use the serial stand-in even when mpi4py is installed (read by _comm).
 ``D2O_STRATEGY``         the default distribution strategy (default 'equal').
 ``D2O_ITER_CHUNK``       minimum number of elements moved per chunk while iterating.
 ``D2O_SMALL_REDUCE``     result size (elements x ranks) up to which reductions combine
                          gathered partials in rank order instead of an Allreduce.
+``D2O_GATHER``           the initial value of the ``gather`` option (default 'allow').
+
+Options (`set_options`, `options`) are settings of the calling process only:
+setting them communicates nothing, and d2o never assumes that they are equal
+on every rank (where an option decides whether a collective call goes ahead,
+the ranks agree first, so a mismatch cannot leave a rank waiting).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["set_options", "options", "get_option"]
 
 _STRATEGY = os.environ.get("D2O_STRATEGY", "equal")
 _ITER_CHUNK = int(os.environ.get("D2O_ITER_CHUNK", 1 << 16))
@@ -26,3 +39,70 @@ def iter_chunk() -> int:
 
 def small_reduce() -> int:
     return _SMALL_REDUCE
+
+
+_GATHER_MODES = ("allow", "warn", "raise")
+_VALID: dict[str, tuple] = {"gather": _GATHER_MODES}
+_OPTIONS: dict[str, Any] = {"gather": "allow"}
+
+
+def _check(name: str, value: Any) -> None:
+    if not isinstance(name, str) or name not in _VALID:
+        raise ValueError(f"unknown d2o option {name!r}; the options are {', '.join(_VALID)}")
+    allowed = _VALID[name]
+    if not isinstance(value, str):
+        raise TypeError(f"option {name!r} takes a string, one of {allowed}; got {value!r}")
+    if value not in allowed:
+        raise ValueError(f"option {name!r} must be one of {allowed}; got {value!r}")
+
+
+def set_options(**kwargs: Any) -> None:
+    """Set d2o's options for this process.
+
+    Parameters
+    ----------
+    gather : {'allow', 'warn', 'raise'}
+        What to do when an operation would bring a whole distributed operand
+        onto one or every rank without being asked to (an *implicit gather*,
+        e.g. broadcasting a (1, n) array split along axis 1 against an (n, 1)
+        array split along axis 0).  'allow' (default) does it, 'warn' does it
+        and warns once per call site (`d2o.GatherWarning`), 'raise' raises
+        `d2o.GatherError` on every rank before moving anything.  Explicit
+        gathers (``get_full_data``, ``gather``, ``allgather``, ``np.asarray``,
+        or asking for the replicated strategy ``'not'``) are always allowed.
+
+    Notes
+    -----
+    Local: options are settings of the calling process, not of the job, and
+    setting them communicates nothing.  Setting them on some ranks only is
+    safe: an operation that an option may stop first agrees across ranks.
+    All names and values are checked before any is set.
+    """
+    for name, value in kwargs.items():
+        _check(name, value)
+    _OPTIONS.update(kwargs)
+
+
+def get_option(name: str) -> Any:
+    """The current value of option ``name`` on this process."""
+    if name not in _OPTIONS:
+        raise ValueError(f"unknown d2o option {name!r}; the options are {', '.join(_VALID)}")
+    return _OPTIONS[name]
+
+
+@contextlib.contextmanager
+def options(**kwargs: Any) -> Iterator[None]:
+    """Context manager: set options (see `set_options`) for the enclosed block only. Local."""
+    for name, value in kwargs.items():
+        _check(name, value)
+    saved = {k: _OPTIONS[k] for k in kwargs}
+    _OPTIONS.update(kwargs)
+    try:
+        yield
+    finally:
+        _OPTIONS.update(saved)
+
+
+_env_gather = os.environ.get("D2O_GATHER")
+if _env_gather:
+    set_options(gather=_env_gather)

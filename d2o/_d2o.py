@@ -21,9 +21,9 @@ from ._distributors import (
     get_distributor,
     slab_distributor,
 )
-from ._errors import agree_gather, agreed
+from ._errors import agree_gather, agreed, check_gather
 from ._librarian import d2o_librarian
-from ._redistribution import exchange, gather, redistribute
+from ._redistribution import describe, exchange, gather, redistribute
 
 __all__ = ["distributed_data_object"]
 
@@ -152,7 +152,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             return np.empty(dist.local_shape, dtype=dtype)
         if isinstance(global_data, distributed_data_object):
             src = global_data
-            piece = redistribute(src.data, src.distributor, _retarget(src.distributor, dist))
+            piece = redistribute(
+                src.data, src.distributor, _retarget(src.distributor, dist), explicit=True
+            )
             return piece.astype(dtype, copy=copy or piece is src.data)
         arr = np.asarray(global_data)
         piece = arr[dist.local_slice] if arr.ndim else arr
@@ -164,6 +166,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             raise ValueError("'freeform' is a local-type strategy: give local_data or local_shape")
         if local_data is not None:
             if isinstance(local_data, distributed_data_object):
+                ld = local_data.distributor
+                if not ld.replicated:
+                    check_gather(ld.comm, describe(ld))
                 piece = local_data.get_full_data()
             else:
                 piece = np.asarray(local_data)
@@ -337,7 +342,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             data = self.data.copy() if dtype is None else self.data.astype(dtype)
             return _from_local(data, d)
         target = self._target(distribution_strategy, axis)
-        data = redistribute(self.data, d, target, copy=True)
+        data = redistribute(self.data, d, target, copy=True, explicit=True)
         if dtype is not None:
             data = data.astype(dtype, copy=False)
         return _from_local(data, target)

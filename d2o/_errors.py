@@ -9,44 +9,98 @@ tiny allreduce per call on more than one process, none on one process.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
+import numpy as np
+
+from . import _config, _trace
 from ._comm import Comm
 
-__all__ = ["agreed", "agree", "agree_gather"]
+__all__ = [
+    "agreed",
+    "agree",
+    "agree_gather",
+    "allgather_agreed",
+    "raise_agreed",
+    "GatherError",
+    "GatherWarning",
+    "check_gather",
+]
 
 
 def _rebuild(exc_type: type, message: str, rank: int) -> BaseException:
+    """An exception of ``exc_type`` carrying ``message``; for types with an unusual
+    constructor (numpy's UFuncTypeError family), the nearest base class that takes a
+    message, so that ``except TypeError`` still catches it on every rank."""
     text = f"{message} (raised on rank {rank})"
-    try:
-        return exc_type(text)
-    except Exception:  # an exception type with an unusual constructor
-        return RuntimeError(f"{exc_type.__name__}: {text}")
+    for cls in exc_type.__mro__:
+        if not issubclass(cls, BaseException):
+            continue
+        try:
+            exc = cls(text if cls is exc_type else f"{exc_type.__name__}: {text}")
+            str(exc)
+            return exc
+        except Exception:
+            continue
+    return RuntimeError(f"{exc_type.__name__}: {text}")  # pragma: no cover
 
 
 def agree(comm: Comm, error: BaseException | None) -> None:
     """Collective: raise on every rank when ``error`` is set on any rank.
 
-    The local exception is re-raised where it happened; the other ranks raise
-    one of the same type carrying the first failing rank's message.
+    Every rank raises the lowest failing rank's exception: that rank re-raises
+    its own, the others one of the same type and message.  One one-byte
+    allreduce when nobody failed; one more allgather when somebody did.
     """
     if comm.size == 1:
         if error is not None:
             raise error
         return
-    if not comm.any_flag(error is not None):
-        return
+    if comm.any_flag(error is not None):
+        raise_agreed(comm, error)
+
+
+def raise_agreed(comm: Comm, error: BaseException | None) -> None:
+    """Collective, once the ranks know that some rank failed: raise its exception everywhere."""
     info = None if error is None else (type(error), str(error))
     try:
         gathered = comm.allgather(info)
     except Exception:  # unpicklable exception type: fall back to its name
         info = None if error is None else (RuntimeError, f"{type(error).__name__}: {error}")
         gathered = comm.allgather(info)
-    if error is not None:
-        raise error
     rank = next(r for r, item in enumerate(gathered) if item is not None)
+    if rank == comm.rank and error is not None:
+        raise error
     exc_type, message = gathered[rank]
     raise _rebuild(exc_type, message, rank)
+
+
+def allgather_agreed(
+    comm: Comm, error: BaseException | None, payload: np.ndarray | None, nbytes: int
+) -> np.ndarray:
+    """Collective: allgather a fixed-size record per rank and agree on errors, in one call.
+
+    ``payload`` (at most ``nbytes`` bytes; None on a failed rank) travels with
+    a one-byte error flag in a single Allgather.  Returns a (size, nbytes)
+    uint8 array of the records; raises the lowest failing rank's exception on
+    every rank if any rank has ``error`` (the message needs one more call).
+    """
+    buf = np.zeros(nbytes + 1, dtype=np.uint8)
+    if error is None and payload is not None:
+        raw = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
+        buf[1 : 1 + raw.size] = raw
+    else:
+        buf[0] = 1
+    if comm.size == 1:
+        if error is not None:
+            raise error
+        return buf[None, 1:]
+    rows = comm.Allgather(buf)
+    if rows[:, 0].any():
+        raise_agreed(comm, error)
+    return rows[:, 1:]
 
 
 class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``
@@ -75,13 +129,65 @@ def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:
     """Collective: allgather small ``value``s, raising on every rank if any rank has ``error``.
 
     One collective does both the agreement and the gather (used where a
-    metadata exchange is needed anyway, e.g. construction).
+    metadata exchange is needed anyway, e.g. construction).  Every rank
+    raises the lowest failing rank's exception.
     """
     info = None if error is None else (type(error), str(error))
-    gathered = comm.allgather((info, value))
-    if error is not None:
-        raise error
+    try:
+        gathered = comm.allgather((info, value))
+    except Exception:  # unpicklable exception type or value
+        info = None if error is None else (RuntimeError, f"{type(error).__name__}: {error}")
+        gathered = comm.allgather((info, None if info else value))
     for rank, (err, _) in enumerate(gathered):
         if err is not None:
+            if rank == comm.rank and error is not None:
+                raise error
             raise _rebuild(err[0], err[1], rank)
     return [v for _, v in gathered]
+
+
+class GatherError(RuntimeError):
+    """An implicit gather was refused (the option ``gather='raise'``)."""
+
+
+class GatherWarning(UserWarning):
+    """An operation gathered a whole distributed operand implicitly (``gather='warn'``)."""
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost frame outside the d2o package."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and (f.f_globals.get("__name__") or "").split(".")[0] == "d2o":
+        f = f.f_back
+        level += 1
+    return level
+
+
+def check_gather(comm: Comm, what: str, onto: str = "every rank") -> None:
+    """Collective: an implicit gather of ``what`` is about to happen; apply the ``gather`` option.
+
+    Called before anything moves, on every rank (the decision rests on
+    global layouts only).  The ranks agree first (one one-byte allreduce; the
+    gather that follows moves a whole array anyway), so ranks whose options
+    differ all raise together instead of leaving some waiting.
+    """
+    mode = _config._OPTIONS["gather"]
+    error = None
+    if mode == "raise":
+        op = _trace.current[0]
+        where = f" in {op.op!r}" if op is not None else ""
+        error = GatherError(
+            f"implicit gather refused{where}: {what} would be copied whole onto {onto} "
+            "(d2o option gather='raise'). Redistribute the operand explicitly, e.g. "
+            "x.copy(distribution_strategy='not'), or allow it with d2o.options(gather='allow')"
+        )
+    agree(comm, error)
+    rec = _trace.current[0]
+    if rec is not None:
+        rec.gathers += 1
+    if mode == "warn":
+        warnings.warn(
+            f"d2o: {what} is gathered whole onto {onto} (implicit gather)",
+            GatherWarning,
+            stacklevel=_user_stacklevel(),
+        )

@@ -60,10 +60,7 @@ def _row_key(obj: D2O, key: Any) -> np.ndarray | None:
 
 
 def _alltoallv(comm, send: np.ndarray, sc: list, rc: list, out: np.ndarray) -> None:
-    t = _base_type(send.dtype.itemsize)
-    sd = [0, *accumulate(sc)][:-1]
-    rd = [0, *accumulate(rc)][:-1]
-    comm.mpi.Alltoallv([send, (sc, sd), t], [out, (rc, rd), t])
+    comm.Alltoallv(send, sc, out, rc, _base_type(send.dtype.itemsize))
 
 
 _SCRATCH: dict = {}

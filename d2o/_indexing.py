@@ -44,7 +44,7 @@ import numpy as np
 from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, slab_distributor
-from ._errors import agree, agreed
+from ._errors import agree, agreed, check_gather
 from ._fancy import get_rows, offsets_array, set_rows
 from ._keys import (
     Key,
@@ -59,7 +59,7 @@ from ._keys import (
 )
 from ._librarian import d2o_librarian
 from ._p2p import alltoallv, count_matrix, fetch, scatter
-from ._redistribution import exchange, redistribute
+from ._redistribution import describe, exchange, redistribute
 from ._ufuncs import align, result_layout
 
 __all__: list[str] = []
@@ -504,7 +504,8 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
     _check_value(val.shape if dval is None else dval.shape, R)
     if d.replicated:
         if dval is not None:
-            val = dval.get_full_data()
+            vd = dval.distributor
+            val = redistribute(dval.data, vd, get_distributor("not", dval.shape, vd.comm))
         obj.data[emit(k)] = val
         return None
     ax = d.axis
@@ -620,6 +621,8 @@ def _reassemble(comm: Comm, key: Any) -> Any:
             except KeyError as exc:
                 err = exc
             agree(comm, err)
+            if not o.distributor.replicated:
+                check_gather(comm, describe(o.distributor), f"rank {r} (its local key)")
             full = o.get_full_data(target_rank=r)
             if r == comm.rank:
                 items[mine[j]] = full

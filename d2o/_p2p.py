@@ -21,10 +21,6 @@ from ._redistribution import _base_type
 __all__ = ["alltoallv", "count_matrix", "fetch", "scatter"]
 
 
-def _displs(counts: np.ndarray) -> list[int]:
-    return np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64).tolist()
-
-
 def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarray:
     """Collective: 1-D all-to-all; ``send`` is grouped by destination rank."""
     send = np.ascontiguousarray(send).reshape(-1)
@@ -32,10 +28,9 @@ def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarra
     if comm.size == 1:
         recv[...] = send
         return recv
-    t = _base_type(send.dtype.itemsize)
     sc = [int(c) for c in sendcounts]
     rc = [int(c) for c in recvcounts]
-    comm.mpi.Alltoallv([send, (sc, _displs(sc)), t], [recv, (rc, _displs(rc)), t])
+    comm.Alltoallv(send, sc, recv, rc, _base_type(send.dtype.itemsize))
     return recv
 
 

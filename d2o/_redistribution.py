@@ -21,6 +21,7 @@ import numpy as np
 
 from ._comm import MPI, Comm
 from ._distributors import Distributor
+from ._errors import check_gather
 
 __all__ = ["exchange", "redistribute", "gather"]
 
@@ -118,14 +119,27 @@ def exchange(
     return out
 
 
+def describe(d: Distributor) -> str:
+    """A short description of a layout, for messages."""
+    if d.replicated:
+        return f"an array of shape {d.global_shape} replicated on every rank"
+    return f"the operand of shape {d.global_shape} ({d.strategy!r}, split along axis {d.axis})"
+
+
 def redistribute(
-    data: np.ndarray, src: Distributor, dst: Distributor, copy: bool = False
+    data: np.ndarray,
+    src: Distributor,
+    dst: Distributor,
+    copy: bool = False,
+    explicit: bool = False,
 ) -> np.ndarray:
     """Collective: this rank's piece of layout ``dst``, from its piece ``data`` of layout ``src``.
 
     Moves only what must move.  From a replicated layout nothing is
-    communicated (each rank cuts out its part); into one, it is an allgather.
-    With ``copy=False`` the result may share memory with ``data``.
+    communicated (each rank cuts out its part); into one, it is an allgather:
+    an implicit gather (see `d2o.set_options`) unless ``explicit`` says that
+    the user asked for the replicated layout.  With ``copy=False`` the result
+    may share memory with ``data``.
     """
     if src is dst or (src.comm.size == 1 and src.global_shape == dst.global_shape):
         return data.copy() if copy else data
@@ -134,6 +148,8 @@ def redistribute(
     if src.replicated:
         out = data[dst.local_slice]
         return out.copy() if copy else out
+    if dst.replicated and not explicit and src.size > 1:
+        check_gather(src.comm, describe(src))
     if (
         not dst.replicated and dst.axis == src.axis and dst.offsets == src.offsets  # type: ignore[attr-defined]
     ):

@@ -36,7 +36,8 @@ from ._distributors import (
     like,
     slab_distributor,
 )
-from ._errors import agreed
+from ._errors import agreed, allgather_agreed
+from ._redistribution import redistribute
 
 __all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
 
@@ -196,6 +197,8 @@ def reduce(
             if d.axis not in axes
             else get_distributor("not", res.shape, d.comm),
         )
+    if axis is None and not obj.dtype.hasobject:
+        return _full_reduce(obj, name, fn, combine, fill, kwargs, keepdims)
     with agreed(d.comm):
         rdtype, axes = _validate(obj, name, fn, axis, kwargs)
     if d.axis not in axes:
@@ -211,6 +214,46 @@ def reduce(
     if not keepdims:
         total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
     return _wrap_result(total, get_distributor("not", total.shape, d.comm))
+
+
+#: Bytes of the record each rank contributes to a full reduction (one Allgather).
+RECORD_BYTES = 64
+
+
+def _gather_records(comm, error, payload) -> np.ndarray:
+    """One Allgather of every rank's record, agreeing on errors; (size, RECORD_BYTES) bytes."""
+    return allgather_agreed(comm, error, payload, RECORD_BYTES)
+
+
+def _full_reduce(
+    obj: D2O, name: str, fn: Callable, combine: np.ufunc, fill: Any, kwargs: dict, keepdims: bool
+) -> Any:
+    """Collective: a reduction over every axis in one collective of RECORD_BYTES per rank.
+
+    Each rank reduces its piece; the error flag and the partial travel in one
+    Allgather; every rank combines the partials in rank order, so the scalar
+    is bit-identical everywhere.
+    """
+    d = obj.distributor
+    error, payload, rdtype = None, None, None
+    try:
+        rdtype, _ = _validate(obj, name, fn, None, kwargs)
+        if rdtype.itemsize > RECORD_BYTES:  # pragma: no cover - no numpy dtype is this wide
+            raise TypeError(f"{name} of dtype {rdtype} is not supported for distributed arrays")
+        if obj.data.size == 0 and fill is not None and "initial" not in kwargs:
+            payload = np.full(1, fill(rdtype), dtype=rdtype)
+        else:
+            payload = np.asarray(fn(obj.data, axis=None, **kwargs), dtype=rdtype).reshape(1)
+    except Exception as exc:
+        error = exc
+    rows = _gather_records(d.comm, error, payload)
+    parts = np.ascontiguousarray(rows[:, : rdtype.itemsize]).view(rdtype).reshape(-1)
+    total = combine.reduce(parts, dtype=rdtype) if parts.size > 1 else parts[0]
+    total = rdtype.type(total)
+    if keepdims:
+        full = np.full((1,) * d.ndim, total, dtype=rdtype)
+        return _from_local(full, get_distributor("not", full.shape, d.comm))
+    return total
 
 
 _PROBES: dict = {}
@@ -252,17 +295,66 @@ def mean(
     obj: D2O, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
 ) -> Any:
     """Collective: the arithmetic mean (numpy's dtypes: float64 for integer input)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rdt = np.mean(_probe(obj), axis=axis, dtype=dtype).dtype
     sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
     total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
+    with warnings.catch_warnings():  # after the (agreed) sum: the arguments are valid
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rdt = np.mean(_probe(obj), axis=axis, dtype=dtype).dtype
     n = _count(obj, axis)
     with np.errstate(invalid="ignore", divide="ignore"):
         if n == 0:
             warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
         res = total / n
     return res.astype(rdt, copy=False) if isinstance(res, D2O) else rdt.type(res)
+
+
+def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -> Any:
+    """Collective: var (or std) over every axis in one Allgather of (count, mean, M2) per rank."""
+    d = obj.distributor
+    error, payload, rdt = None, None, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rdt = np.var(_probe(obj), dtype=dtype, ddof=ddof).dtype
+        cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
+        acc = np.complex128 if cplx else np.float64
+        x = obj.data
+        rec = np.zeros(4, dtype=np.float64)  # count, mean (real, imag), sum of squared deviations
+        if x.size:
+            m = x.mean(dtype=acc)
+            dev = np.subtract(x, m, dtype=acc)
+            rec[:] = x.size, m.real, m.imag, np.vdot(dev, dev).real
+            del dev
+        payload = rec
+    except Exception as exc:
+        error = exc
+    rows = _gather_records(d.comm, error, payload)
+    recs = np.ascontiguousarray(rows[:, :32]).view(np.float64)
+    n, mean, m2 = 0.0, 0.0, 0.0
+    for nb, re, im, m2b in recs:  # rank order: bit-identical on every rank
+        if nb == 0:
+            continue
+        mb = complex(re, im) if im else re
+        if n == 0:
+            n, mean, m2 = nb, mb, m2b
+            continue
+        tot = n + nb
+        delta = mb - mean
+        mean = mean + delta * (nb / tot)
+        m2 = m2 + m2b + abs(delta) ** 2 * (n * nb / tot)
+        n = tot
+    denom = max(n - ddof, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if denom == 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        res = np.float64(m2) / np.float64(denom)
+        if sqrt:
+            res = np.sqrt(res)
+    res = rdt.type(res)
+    if keepdims:
+        full = np.full((1,) * d.ndim, res, dtype=rdt)
+        return _from_local(full, get_distributor("not", full.shape, d.comm))
+    return res
 
 
 def var(
@@ -273,8 +365,18 @@ def var(
     ddof: int = 0,
     keepdims: bool = False,
 ) -> Any:
-    """Collective: the variance, by numpy's two-pass algorithm (mean, then squared deviations)."""
+    """Collective: the variance.
+
+    Over every axis (``axis=None``): one collective; each rank sends its
+    count, mean and sum of squared deviations, combined in rank order with
+    Chan et al.'s pairwise update.  Over some axes: numpy's two passes (mean,
+    then squared deviations).
+    """
     from ._ufuncs import align
+
+    d = obj.distributor
+    if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
+        return _moments_full(obj, dtype, ddof, keepdims, sqrt=False)
 
     m = mean(obj, axis=axis, dtype=dtype, keepdims=True)
     local_m = align(m, obj.distributor) if isinstance(m, D2O) else m
@@ -301,8 +403,51 @@ def std(
     ddof: int = 0,
     keepdims: bool = False,
 ) -> Any:
-    """Collective: the standard deviation, ``sqrt(var)``."""
+    """Collective: the standard deviation, ``sqrt(var)`` (one collective for ``axis=None``)."""
+    d = obj.distributor
+    if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
+        return _moments_full(obj, dtype, ddof, keepdims, sqrt=True)
     return np.sqrt(var(obj, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
+    """This rank's candidates: global indices, values and the reduced axis."""
+    d = obj.distributor
+    data = obj.data
+    if axis is None:
+        data = data.reshape(-1)
+        if data.size:
+            li = int(fn(data))
+            multi = list(np.unravel_index(li, obj.data.shape))
+            multi[d.axis] += d.local_start
+            gi = np.array([np.ravel_multi_index(multi, d.global_shape)], dtype=np.int64)
+            return gi, data[li : li + 1], 0
+        return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
+    ax = axes[0]
+    if data.shape[ax]:
+        li = np.expand_dims(fn(data, axis=ax), ax)
+        val = np.take_along_axis(data, li, axis=ax)
+        return li.astype(np.int64) + d.local_start, val, ax
+    shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
+    return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
+
+
+def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
+    """Collective: every rank's (value, global index) candidate, with the error agreement,
+    in one Allgather of RECORD_BYTES per rank."""
+    d = obj.distributor
+    error, payload = None, None
+    try:
+        fn(_probe(obj), axis=None, keepdims=keepdims)
+        gi, val, _ = _arg_local(obj, fn, None, ())
+        payload = np.concatenate((gi.view(np.uint8), np.ascontiguousarray(val).view(np.uint8)))
+    except Exception as exc:
+        error = exc
+    rows = _gather_records(d.comm, error, payload)
+    isz = obj.dtype.itemsize
+    idxs = np.ascontiguousarray(rows[:, :8]).view(np.int64)
+    vals = np.ascontiguousarray(rows[:, 8 : 8 + isz]).view(obj.dtype)
+    return vals, idxs
 
 
 def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
@@ -321,35 +466,19 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
             else get_distributor("not", res.shape, d.comm)
         )
         return _from_local(res, lay)
-    with agreed(d.comm):
-        fn(_probe(obj), axis=axis, keepdims=keepdims)
-        axes = _norm_axes(axis, d.ndim)
-    if axis is not None and d.axis not in axes:
-        res = fn(obj.data, axis=axis, keepdims=keepdims)
-        gshape = _reduced_shape(d.global_shape, axes, keepdims)
-        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
-    data = obj.data
-    if axis is None:
-        data = data.reshape(-1)
-        if data.size:
-            li = int(fn(data))
-            multi = list(np.unravel_index(li, obj.data.shape))
-            multi[d.axis] += d.local_start
-            gi = np.array([np.ravel_multi_index(multi, d.global_shape)], dtype=np.int64)
-            val = data[li : li + 1]
-        else:
-            gi, val = np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype)
+    if axis is None and not obj.dtype.hasobject:
+        vals, idxs = _arg_full_records(obj, fn, keepdims)
         ax = 0
     else:
-        ax = axes[0]
-        if data.shape[ax]:
-            li = np.expand_dims(fn(data, axis=ax), ax)
-            val = np.take_along_axis(data, li, axis=ax)
-            gi = li.astype(np.int64) + d.local_start
-        else:
-            shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
-            gi, val = np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype)
-    vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
+        with agreed(d.comm):
+            fn(_probe(obj), axis=axis, keepdims=keepdims)
+            axes = _norm_axes(axis, d.ndim)
+        if axis is not None and d.axis not in axes:
+            res = fn(obj.data, axis=axis, keepdims=keepdims)
+            gshape = _reduced_shape(d.global_shape, axes, keepdims)
+            return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+        gi, val, ax = _arg_local(obj, fn, axis, axes)
+        vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
     lengths = d.lengths()
     best_v, best_i = None, None
     for r in range(d.comm.size):
@@ -431,11 +560,14 @@ def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype:
         return _from_local(local_fn(obj.data, axis=ax, dtype=dtype), d)
     if ufunc not in _ASSOCIATIVE:
         other = next((a for a in range(d.ndim) if a != ax), None)
-        moved = obj.copy(distribution_strategy="not" if other is None else "equal", axis=other)
-        res = _from_local(local_fn(moved.data, axis=ax, dtype=dtype), moved.distributor)
-        return res.copy(
-            distribution_strategy=d.strategy if d.strategy != "freeform" else "equal", axis=ax
-        )
+        if other is None:  # 1-d: the whole array on every rank (an implicit gather)
+            there = get_distributor("not", d.global_shape, d.comm)
+        else:
+            there = get_distributor("equal", d.global_shape, d.comm, other)
+        acc = local_fn(redistribute(obj.data, d, there), axis=ax, dtype=dtype)
+        strategy = d.strategy if d.strategy != "freeform" else "equal"
+        back = get_distributor(strategy, d.global_shape, d.comm, ax)
+        return _from_local(redistribute(acc, there, back), back)
     acc = local_fn(obj.data, axis=ax, dtype=dtype)
     n = acc.shape[ax]
     last = (

@@ -46,13 +46,28 @@ from ._distributors import (
 from ._errors import agreed
 from ._redistribution import exchange, redistribute
 
-try:  # pragma: no cover - depends on the environment
-    import scipy.fft as _backend
+_BACKEND: list = []
 
-    BACKEND = "scipy.fft"
-except ImportError:  # pragma: no cover
-    _backend = np.fft  # type: ignore[assignment]
-    BACKEND = "numpy.fft"
+
+def backend():
+    """The local FFT module: scipy.fft when installed, else numpy.fft (imported on first use,
+    so that ``import d2o`` does not pay for scipy)."""
+    if not _BACKEND:
+        try:  # pragma: no cover - depends on the environment
+            import scipy.fft as mod
+
+            _BACKEND[:] = [mod, "scipy.fft", {"overwrite_x": True}]
+        except ImportError:  # pragma: no cover
+            _BACKEND[:] = [np.fft, "numpy.fft", {}]
+    return _BACKEND[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BACKEND":  # the backend's name, e.g. 'scipy.fft'
+        backend()
+        return _BACKEND[1]
+    raise AttributeError(f"module 'd2o.fft' has no attribute {name!r}")
+
 
 __all__ = [
     "fft",
@@ -80,10 +95,10 @@ _TWIDDLE_CHUNK = 1 << 14  # elements of twiddle factors computed at a time
 def _local(kind: str, data: np.ndarray, ops: list, norm: Any) -> np.ndarray:
     """One local transform of ``kind`` over the (axis, n) pairs in ``ops``."""
     if kind in ("c", "ic"):
-        fn = _backend.fftn if kind == "c" else _backend.ifftn
+        fn = backend().fftn if kind == "c" else backend().ifftn
         return fn(data, s=[n for _, n in ops], axes=[a for a, _ in ops], norm=norm)
     ((axis, n),) = ops
-    fn = _backend.rfft if kind == "r" else _backend.irfft
+    fn = backend().rfft if kind == "r" else backend().irfft
     return fn(data, n=n, axis=axis, norm=norm)
 
 
@@ -152,7 +167,8 @@ def _four_step(
     comm = cur.comm
     n = n1 * n2
     batch = cur.global_shape[1:]
-    fn = _backend.ifft if inverse else _backend.fft
+    fn = backend().ifft if inverse else backend().fft
+    overwrite = _BACKEND[2]
     # 1. whole rows of A[j2, j1] = x[j2 * n1 + j1]
     rows = _equal0((n2, n1) + batch, comm)
     flat_rows = slab_distributor((n,) + batch, comm, 0, [o * n1 for o in rows.offsets])
@@ -160,20 +176,17 @@ def _four_step(
     # 2. whole columns; FFT over j2 and twiddle
     cols = get_distributor("equal", (n2, n1) + batch, comm, 1)
     data = exchange(comm, data, rows.region, cols.region)
-    data = fn(data, axis=0, norm=norm, **_overwrite)
+    data = fn(data, axis=0, norm=norm, **overwrite)
     c0, c1 = cols.local_start, cols.local_stop
     _twiddle(data, np.arange(n2), np.arange(c0, c1), n, 1 if inverse else -1)
     # 3. whole rows again; FFT over j1: C[k2, k1]
     data = exchange(comm, data, cols.region, rows.region)
-    data = fn(data, axis=1, norm=norm, **_overwrite)
+    data = fn(data, axis=1, norm=norm, **overwrite)
     # 4. X[k2 + n2 k1] = C[k2, k1]: fetch whole columns k1, transpose locally
     data = exchange(comm, data, rows.region, cols.region)
     data = np.ascontiguousarray(np.swapaxes(data, 0, 1)).reshape((-1,) + batch)
     out = slab_distributor((n,) + batch, comm, 0, [o * n2 for o in cols.offsets])
     return data, out
-
-
-_overwrite = {"overwrite_x": True} if BACKEND == "scipy.fft" else {}
 
 
 def _chirp(idx: np.ndarray, n: int, sign: int) -> np.ndarray:

@@ -267,7 +267,7 @@ def _write_in_turns(ctx, data: np.ndarray, dist: Distributor) -> BaseException |
     c = dist.comm
     ok = True
     if c.rank > 0:
-        ok = c.mpi.recv(source=c.rank - 1, tag=_TOKEN_TAG)
+        ok = c.recv(source=c.rank - 1, tag=_TOKEN_TAG)
     error = None
     box = _boxes(dist, c.rank)
     if ok and (c.rank == 0 or box is not None):
@@ -283,7 +283,7 @@ def _write_in_turns(ctx, data: np.ndarray, dist: Distributor) -> BaseException |
         except Exception as exc:
             error = exc
     if c.rank + 1 < c.size:
-        c.mpi.send(ok and error is None, dest=c.rank + 1, tag=_TOKEN_TAG)
+        c.send(ok and error is None, dest=c.rank + 1, tag=_TOKEN_TAG)
     return error
 
 

@@ -208,6 +208,7 @@ def _save_mpi(tmp: str, header: bytes, data: np.ndarray, dist: Distributor, c: C
         mine = data if _count(box) else data.reshape(-1)[:0]
         for lo, block in _flat_blocks(mine, per_block, rounds):
             fh.Write_at_all(lo, [block, block.size, base])
+            c.note_call()
     finally:
         fh.Close()
         for t in created:
@@ -300,6 +301,7 @@ def _load_mpi(path: str, local: np.ndarray, dist: Distributor, offset: int, fort
             lo, hi = min(n, i * per_block), min(n, (i + 1) * per_block)
             block = flat[lo:hi]
             fh.Read_at_all(lo, [block, block.size, base])
+            c.note_call()
     finally:
         fh.Close()
         for t in created:

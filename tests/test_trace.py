@@ -1,0 +1,271 @@
+"""The communication trace, the gather option, one-collective reductions and d2o.show."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from _helpers import Checks, layouts, make, sample
+
+import d2o
+from d2o import _trace as tr
+from d2o import distributed_data_object
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
+
+
+def _even(n: int, p: int) -> list[int]:
+    """'equal' piece lengths, written out independently of d2o: first ranks take extras."""
+    return [n // p + (1 if r < n % p else 0) for r in range(p)]
+
+
+def test_same_layout_elementwise_moves_nothing(comm):
+    a = sample((6, 5), "float64")
+    b = sample((6, 5), "float64", seed=1)
+    for strategy, axis in layouts(2):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        with d2o.trace() as t:
+            z = x + y
+            z *= 2.0
+            w = np.sqrt(np.abs(z)) - x
+            c = x < y
+            x.transpose()
+        collective_assert(t.collectives == 0 and t.bytes_sent == 0 and t.bytes_received == 0,
+                          (strategy, axis, t.calls))  # fmt: skip
+        ops = [r.op for r in t.records]
+        collective_assert(ops[:3] == ["__add__", "__imul__", "absolute"], ops)
+        collective_assert(all(r.collectives == 0 for r in t.records), t.records)
+    assert_equal_to_numpy(w, np.sqrt(np.abs((a + b) * 2.0)) - a)
+    assert_equal_to_numpy(c, a < b)
+
+
+def _exchanged(t: tr.Trace, op: str, call: str) -> list[tuple]:
+    return [c for c in t.calls if c[0] == op and c[1] == call]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "complex128"])
+def test_redistribution_sends_exactly_what_changes_owner(comm, dtype):
+    P, me = comm.size, comm.rank
+    n0, n1 = 7, 5
+    a = sample((n0, n1), dtype)
+    x = distributed_data_object(a, axis=0)
+    with d2o.trace() as t:
+        y = x.copy(axis=1)
+    rows, cols = _even(n0, P), _even(n1, P)
+    item = np.dtype(dtype).itemsize
+    sent = sum(rows[me] * cols[q] for q in range(P) if q != me) * item
+    got = sum(rows[q] * cols[me] for q in range(P) if q != me) * item
+    moves = _exchanged(t, "copy", "Alltoallw")
+    if P == 1:
+        collective_assert(t.collectives == 0 and t.calls == [], t.calls)
+    else:
+        collective_assert(len(moves) == 1 and moves[0][2:4] == (sent, got), (moves, sent, got))
+        collective_assert(moves[0][4] == P, moves)
+        # the only other traffic is the one-byte argument agreement
+        collective_assert(t.bytes_sent - sent <= 1 and t.collectives <= 2, t.calls)
+    assert_equal_to_numpy(y, a)
+    collective_assert(y.axis == 1 and y.local_shape == (n0, cols[me]), y.local_shape)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "all", "any", "mean", "var",
+                                  "std", "argmax", "argmin", "nansum", "nanmax"])  # fmt: skip
+def test_full_reduction_is_one_small_collective(comm, name):
+    a = sample((9, 4), "float64")
+    check = Checks()
+    for strategy, axis in layouts(2):
+        x = make(a, strategy, axis)
+        with d2o.trace() as t:
+            got = getattr(x, name)()
+        expected = getattr(np, name)(a)
+        spread = strategy != "not" and comm.size > 1
+        check.true(t.collectives == (1 if spread else 0), (name, strategy, axis, t.calls))
+        check.true(t.bytes_sent <= 256, (name, t.bytes_sent))
+        check.true(np.isscalar(got) and np.allclose(got, expected, rtol=1e-12), (got, expected))
+        check.true(np.asarray(got).dtype == np.asarray(expected).dtype, (name, type(got)))
+        check.true([r.op for r in t.records] == [name], t.records)
+    check.done()
+
+
+def test_full_reduction_bad_input_on_one_rank(comm):
+    x = distributed_data_object(np.arange(10.0))
+    kw = {"dtype": "no-such-dtype"} if comm.rank == comm.size - 1 else {}
+    assert_raises_everywhere(TypeError, x.sum, **kw)
+    collective_assert(x.sum() == 45.0)  # the next collective pairs up correctly
+    kw = {"ddof": "x"} if comm.rank == 0 else {}
+    assert_raises_everywhere(TypeError, x.var, **kw)
+    collective_assert(x.var() == np.var(np.arange(10.0)))
+
+
+def test_printing_moves_nothing(comm):
+    x = distributed_data_object(np.arange(12.0).reshape(4, 3), axis=1)
+    buf = io.StringIO()
+    with d2o.trace() as t:
+        repr(x)
+        str(x)
+        print(x, file=buf)
+    collective_assert(t.collectives == 0 and t.bytes_sent == 0 and t.bytes_received == 0)
+    collective_assert({r.op for r in t.records} <= {"__repr__", "__str__"}, t.records)
+
+
+def test_records_nest_and_zero_records(comm):
+    x = distributed_data_object(np.arange(8.0))
+    with d2o.trace() as outer:
+        x.astype(np.float32)
+        with d2o.trace() as inner:
+            x.sum()
+        x.get_local_data(copy=False)
+    collective_assert([r.op for r in inner.records] == ["sum"])
+    collective_assert([r.op for r in outer.records] == ["astype", "sum"], outer.records)
+    collective_assert(outer.collectives == inner.collectives)
+    collective_assert(outer.records[0].collectives == 0 and outer.records[0].bytes_sent == 0)
+    collective_assert(not tr.active and tr.current[0] is None)
+    collective_assert(not hasattr(distributed_data_object.sum, "__d2o_original__"))
+
+
+def test_trace_closes_after_an_agreed_error(comm):
+    x = distributed_data_object(np.zeros((4, 3)))
+    bad = 5 if comm.rank == 0 else 1
+    with d2o.trace() as t:
+        assert_raises_everywhere(np.exceptions.AxisError, x.sum, axis=bad)
+        y = x + 1
+    collective_assert(not tr.active and tr.current[0] is None)
+    collective_assert([r.op for r in t.records][:1] == ["sum"], t.records)
+    collective_assert(not hasattr(distributed_data_object.__add__, "__d2o_original__"))
+    assert_equal_to_numpy(y, np.ones((4, 3)))
+
+
+def test_report_is_collective_and_prints_on_rank_zero(comm):
+    x = distributed_data_object(np.arange(16.0).reshape(4, 4))
+    with d2o.trace() as t:
+        x.copy(axis=1)
+        x.sum()
+    before = t.collectives
+    out = io.StringIO()
+    text = t.report(file=out)
+    collective_assert(t.collectives == before)  # the report's own allgather is not traced
+    if comm.rank == 0:
+        ok = "copy" in text and "sum" in text and "total" in text
+        ok = ok and out.getvalue().strip() == text.strip()
+    else:
+        ok = text is None and out.getvalue() == ""
+    collective_assert(ok, text)
+
+
+def test_fft_and_indexing_have_records(comm):
+    x = distributed_data_object(sample((8, 6), "complex128"))
+    with d2o.trace() as t:
+        d2o.fft.fftn(x)
+        x[[1, 5, 2]]
+        x[2:5] = 1.0
+    ops = [r.op for r in t.records]
+    collective_assert(ops == ["fft.fftn", "__getitem__", "__setitem__"], ops)
+    collective_assert(t.records[2].collectives == 0, t.records)  # numpy value: local writes
+
+
+# -- the gather option ---------------------------------------------------------------
+
+
+def _crossed(comm):
+    a = distributed_data_object(np.arange(6.0).reshape(6, 1), axis=0)
+    b = distributed_data_object(np.arange(6.0).reshape(1, 6), axis=1)
+    return a, b
+
+
+def test_strict_mode_refuses_implicit_gathers(comm):
+    a, b = _crossed(comm)
+    expected = np.arange(6.0).reshape(6, 1) + np.arange(6.0).reshape(1, 6)
+    with d2o.options(gather="raise"):
+        if comm.size > 1:
+            before = a.get_local_data()
+            with d2o.trace() as t:
+                err = assert_raises_everywhere(d2o.GatherError, lambda: a + b)
+            collective_assert("(1, 6)" in str(err) and "axis 1" in str(err), str(err))
+            moved = [c for c in t.calls if c[1] in ("Alltoallw", "Allgather", "Alltoallv")]
+            collective_assert(moved == [], t.calls)  # refused before anything moved
+            collective_assert(np.array_equal(a.get_local_data(), before))
+        else:
+            assert_equal_to_numpy(a + b, expected)  # one rank: nothing to gather
+        # explicit gathers are always allowed
+        assert_equal_to_numpy(a, np.arange(6.0).reshape(6, 1))
+        collective_assert(np.array_equal(np.asarray(b), np.arange(6.0).reshape(1, 6)))
+        collective_assert(b.gather(0) is None or b.comm.rank == 0)
+        r = b.copy(distribution_strategy="not")
+        assert_equal_to_numpy(a + r, expected)
+    assert_equal_to_numpy(a + b, expected)  # default 'allow'
+
+
+def test_warn_mode_warns_and_computes(comm):
+    a, b = _crossed(comm)
+    with d2o.options(gather="warn"), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        c = a + b
+    expected = np.arange(6.0).reshape(6, 1) + np.arange(6.0).reshape(1, 6)
+    assert_equal_to_numpy(c, expected)
+    hits = [w for w in seen if issubclass(w.category, d2o.GatherWarning)]
+    collective_assert(len(hits) == (1 if comm.size > 1 else 0), [str(w.message) for w in seen])
+    if hits:
+        collective_assert(hits[0].filename == __file__, hits[0].filename)
+
+
+def test_options_set_on_one_rank_only_do_not_deadlock(comm):
+    if comm.size == 1:
+        pytest.skip("needs two ranks")
+    a, b = _crossed(comm)
+    mode = "raise" if comm.rank == comm.size - 1 else "allow"
+    with d2o.options(gather=mode):
+        assert_raises_everywhere(d2o.GatherError, lambda: a + b)
+    c = a + b  # the next collective pairs up
+    assert_equal_to_numpy(c, np.arange(6.0).reshape(6, 1) + np.arange(6.0).reshape(1, 6))
+
+
+def test_gather_records_in_trace(comm):
+    a, b = _crossed(comm)
+    with d2o.trace() as t:
+        a + b
+    collective_assert(t.records[0].gathers == (1 if comm.size > 1 else 0), t.records)
+
+
+def test_option_validation():
+    for bad, exc in (({"bogus": "allow"}, ValueError), ({"gather": "nope"}, ValueError),
+                     ({"gather": 1}, TypeError)):  # fmt: skip
+        with pytest.raises(exc):
+            d2o.set_options(**bad)
+        with pytest.raises(exc):
+            with d2o.options(**bad):
+                pass
+    collective_assert(d2o.get_option("gather") == "allow")
+    with d2o.options(gather="warn"):
+        collective_assert(d2o.get_option("gather") == "warn")
+    collective_assert(d2o.get_option("gather") == "allow")
+    d2o.set_options(gather="raise")
+    try:
+        collective_assert(d2o.get_option("gather") == "raise")
+    finally:
+        d2o.set_options(gather="allow")
+    with pytest.raises(ValueError):
+        d2o.get_option("bogus")
+
+
+# -- show -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(7,), (5, 6), (3, 4, 5), (0, 3), ()])
+def test_show_labels_every_holder_and_moves_nothing(comm, shape):
+    a = sample(shape, "float64")
+    for strategy, axis in layouts(len(shape)):
+        x = make(a, strategy, axis)
+        out = io.StringIO()
+        with d2o.trace() as t:
+            text = d2o.show(x, file=out)
+        collective_assert(t.collectives == 0)
+        collective_assert((out.getvalue() != "") == (comm.rank == 0))
+        d = x.distributor
+        if d.replicated:
+            collective_assert("replicated" in text, text)
+            continue
+        for r in range(comm.size):
+            box = d.region(r)
+            holds = all(b > a0 for a0, b in box)
+            collective_assert((f"rank {r}:" in text) == holds, (r, text))
+        collective_assert(f"split along axis {d.axis}" in text, text)
