@@ -56,10 +56,11 @@ test-serial: venv
 	@echo "==> tests without MPI (D2O_MPI=0)"
 	D2O_MPI=0 timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python -m pytest $(PYTEST_OPTS) $(TESTS)
 
+# The MPI stages run in d2o's checked mode: global arguments are compared across ranks.
 test-mpi: venv
 	@set -e; for n in $(NPROCS); do \
 	  echo "==> tests under mpiexec -n $$n"; \
-	  timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
+	  D2O_CHECK_ARGS=1 timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
 	    $(PYTEST_OPTS) --timeout-method=thread $(TESTS) \
 	    || { rc=$$?; \
 	         if [ ! -e "$$D2O_MPI_LOGDIR/reported" ]; then \

@@ -11,11 +11,12 @@ The cost model extrapolates to 64, 1,024 and 16,384 ranks under weak scaling
 (every rank keeps the share it has here: the arrays grow along their split
 axis with P).  Per operation::
 
-    T(P) = n_tree * alpha * log2(P) + n_a2a * alpha * (P - 1) + bytes(P) / beta
+    T(P) = steps(P) * alpha + bytes(P) / beta
 
-``n_tree``: small collectives (allreduce, allgather of a few bytes; tree
-algorithms), ``n_a2a``: all-to-all exchanges (one message per peer),
-``bytes(P)``: the model's bytes per rank at P.  ``alpha`` (latency of one
+``steps(P)``: message latencies on the critical path (``log2 P`` for a small
+collective, a tree; ``P - 1`` for an all-to-all exchange, one message per
+peer; 1 for a message to one neighbour), ``bytes(P)``: the model's bytes per
+rank at P.  ``alpha`` (latency of one
 small collective step) and ``beta`` (bytes per second a rank exchanges) are
 measured in the same run on this machine and printed.  It is a planning aid,
 not a prediction: real networks have contention and topology.
@@ -41,7 +42,7 @@ TARGETS = (64, 1024, 16384)
 
 
 def _cases(comm, tmp: str):
-    """(name, callable, model bytes per rank at P, n_tree, n_a2a) per operation."""
+    """(name, callable, model bytes per rank at P, latency steps at P) per operation."""
     P = comm.size
     n0, n1 = ROWS_PER_RANK * P, COLS
     shape = (n0, n1)
@@ -60,24 +61,36 @@ def _cases(comm, tmp: str):
     def moving(p):  # a piece whose every element changes owner except 1/p of it
         return share * (p - 1) / p
 
+    def log(p):
+        return math.log2(p)
+
+    def a2a(p):
+        return p - 1
+
     path = os.path.join(tmp, "x.npy")
+    # name, operation, model bytes per rank at p, latency steps at p (alpha each)
     return [
-        ("x + y (same layout)", lambda: x + y, lambda p: 0, 0, 0),
-        ("x + z (z split along axis 1)", lambda: x + z, moving, 0, 1),
-        ("x.sum()", lambda: x.sum(), lambda p: 64, 1, 0),
-        ("x.var()", lambda: x.var(), lambda p: 64, 1, 0),
-        ("x.argmax()", lambda: x.argmax(), lambda p: 64, 1, 0),
-        ("x.sum(axis=0) (split axis)", lambda: x.sum(axis=0), lambda p: COLS * item, 2, 0),
-        ("x.sum(axis=1) (local axis)", lambda: x.sum(axis=1), lambda p: 0, 0, 0),
-        ("x[10:-10] (a view's worth)", lambda: x[10:-10], lambda p: 0, 0, 0),
-        ("x[::-1]", lambda: x[::-1], lambda p: share, 0, 1),
-        ("x[2:9] = 1.0", lambda: x.__setitem__(slice(2, 9), 1.0), lambda p: 0, 0, 0),
-        ("x[idx] (1000 random rows)", lambda: x[idx], lambda p: 1000 / p * COLS * item, 0, 1),
-        ("x.copy(axis=1)", lambda: x.copy(axis=1), moving, 1, 1),
-        ("fft.fftn(c) (2-D, complex)", lambda: d2o.fft.fftn(c), lambda p: 4 * moving(p), 1, 2),
-        ("x @ b (rows @ rows)", lambda: x @ b, lambda p: (p - 1) * COLS * COLS * item / p, 1, 0),
-        ("d2o.save (.npy)", lambda: d2o.save(path, x, overwrite=True), lambda p: 0, 4, 0),
-    ]
+        ("x + y (same layout)", lambda: x + y, lambda p: 0, lambda p: 0),
+        ("x + z (z split along axis 1)", lambda: x + z, moving, lambda p: log(p) + a2a(p)),
+        ("x.sum()", lambda: x.sum(), lambda p: 64, log),
+        ("x.var()", lambda: x.var(), lambda p: 64, log),
+        ("x.argmax()", lambda: x.argmax(), lambda p: 64, log),
+        ("x.sum(axis=0) (split axis)", lambda: x.sum(axis=0), lambda p: COLS * item,
+         lambda p: 2 * log(p)),
+        ("x.sum(axis=1) (local axis)", lambda: x.sum(axis=1), lambda p: 0, log),
+        ("x[10:-10]", lambda: x[10:-10], lambda p: 0, lambda p: 0),
+        ("x[::-1] (to the mirror rank)", lambda: x[::-1], lambda p: share, lambda p: 1),
+        ("x[2:9] = 1.0", lambda: x.__setitem__(slice(2, 9), 1.0), lambda p: 0, lambda p: 0),
+        ("x[idx] (1000 random rows)", lambda: x[idx],
+         lambda p: 1000 / p * (p - 1) / p * COLS * item, a2a),
+        ("x.copy(axis=1)", lambda: x.copy(axis=1), moving, lambda p: log(p) + a2a(p)),
+        ("fft.fftn(c) (2-D complex, two transposes)", lambda: d2o.fft.fftn(c),
+         lambda p: 4 * moving(p), lambda p: log(p) + 2 * a2a(p)),
+        ("x @ b (b's row blocks circulate)", lambda: x @ b,
+         lambda p: (p - 1) * COLS * COLS * item / p, lambda p: log(p) + a2a(p)),
+        ("d2o.save (.npy, MPI-IO)", lambda: d2o.save(path, x, overwrite=True), lambda p: 0,
+         lambda p: 5 * log(p)),
+    ]  # fmt: skip
 
 
 def _constants(comm) -> tuple[float, float]:
@@ -117,16 +130,13 @@ def measure() -> None:
     alpha, beta = _constants(comm)
     tmp = comm.bcast(tempfile.mkdtemp(prefix="d2o-bench-") if comm.rank == 0 else None)
     rows = []
-    for name, fn, model, n_tree, n_a2a in _cases(comm, tmp):
+    for name, fn, model, steps in _cases(comm, tmp):
         fn()  # warm-up (caches, first-call costs)
         with d2o.trace() as t:
             fn()
         calls = comm.allreduce(t.collectives, op="max")
         sent = comm.allreduce(t.bytes_sent, op="max")
-        est = [
-            n_tree * alpha * math.log2(p) + n_a2a * alpha * (p - 1) + model(p) / beta
-            for p in TARGETS
-        ]
+        est = [steps(p) * alpha + model(p) / beta for p in TARGETS]
         rows.append((name, calls, sent, model(P), est))
     if comm.rank == 0:
         print(f"\n{P} rank(s); alpha = {alpha * 1e6:.1f} µs per small-collective step, "

@@ -79,3 +79,5 @@ def _register_public() -> None:
 
 
 _register_public()
+if get_option("check_args"):
+    _funnel.activate()

@@ -8,6 +8,7 @@ Environment (read at import):
 ``D2O_SMALL_REDUCE``     result size (elements x ranks) up to which reductions combine
                          gathered partials in rank order instead of an Allreduce.
 ``D2O_GATHER``           the initial value of the ``gather`` option (default 'allow').
+``D2O_CHECK_ARGS=1``     start with the ``check_args`` option on.
 
 Options (`set_options`, `options`) are settings of the calling process only:
 setting them communicates nothing, and d2o never assumes that they are equal
@@ -42,14 +43,18 @@ def small_reduce() -> int:
 
 
 _GATHER_MODES = ("allow", "warn", "raise")
-_VALID: dict[str, tuple] = {"gather": _GATHER_MODES}
-_OPTIONS: dict[str, Any] = {"gather": "allow"}
+_VALID: dict[str, tuple] = {"gather": _GATHER_MODES, "check_args": (True, False)}
+_OPTIONS: dict[str, Any] = {"gather": "allow", "check_args": False}
 
 
 def _check(name: str, value: Any) -> None:
     if not isinstance(name, str) or name not in _VALID:
         raise ValueError(f"unknown d2o option {name!r}; the options are {', '.join(_VALID)}")
     allowed = _VALID[name]
+    if name == "check_args":
+        if not isinstance(value, bool):
+            raise TypeError(f"option 'check_args' takes True or False; got {value!r}")
+        return
     if not isinstance(value, str):
         raise TypeError(f"option {name!r} takes a string, one of {allowed}; got {value!r}")
     if value not in allowed:
@@ -70,6 +75,15 @@ def set_options(**kwargs: Any) -> None:
         `d2o.GatherError` on every rank before moving anything.  Explicit
         gathers (``get_full_data``, ``gather``, ``allgather``, ``np.asarray``,
         or asking for the replicated strategy ``'not'``) are always allowed.
+    check_args : bool
+        Verify, before every public collective operation, that its global
+        arguments (keys, axes, shapes, dtypes, values, layouts of the operands,
+        paths) are equal on every rank: one small allreduce of a hash per call.
+        A mismatch raises ValueError on every rank, naming the argument.  Off by
+        default: d2o's contract is that global arguments are equal on every
+        rank (per-rank arguments are only the local ones: ``local_data``,
+        ``local_shape``, ``set_local_data``, keys with ``local_keys=True``).
+        ``D2O_CHECK_ARGS=1`` turns it on at import; the test suite's MPI runs do.
 
     Notes
     -----
@@ -81,6 +95,17 @@ def set_options(**kwargs: Any) -> None:
     for name, value in kwargs.items():
         _check(name, value)
     _OPTIONS.update(kwargs)
+    _sync_funnel()
+
+
+def _sync_funnel() -> None:
+    """Install or remove the funnel's wrappers after ``check_args`` changed."""
+    from . import _funnel
+
+    if _OPTIONS["check_args"]:
+        _funnel.activate()
+    else:
+        _funnel.deactivate()
 
 
 def get_option(name: str) -> Any:
@@ -97,12 +122,23 @@ def options(**kwargs: Any) -> Iterator[None]:
         _check(name, value)
     saved = {k: _OPTIONS[k] for k in kwargs}
     _OPTIONS.update(kwargs)
+    if "check_args" in kwargs:
+        _sync_funnel()
     try:
         yield
     finally:
         _OPTIONS.update(saved)
+        if "check_args" in kwargs:
+            _sync_funnel()
 
 
 _env_gather = os.environ.get("D2O_GATHER")
 if _env_gather:
-    set_options(gather=_env_gather)
+    _check("gather", _env_gather)
+    _OPTIONS["gather"] = _env_gather
+_OPTIONS["check_args"] = os.environ.get("D2O_CHECK_ARGS", "0").strip().lower() in (
+    "1",
+    "true",
+    "yes",
+    "on",
+)

@@ -23,6 +23,8 @@ __all__ = [
     "agree",
     "agree_gather",
     "allgather_agreed",
+    "new_record",
+    "RECORD_HEADER",
     "raise_agreed",
     "GatherError",
     "GatherWarning",
@@ -77,30 +79,35 @@ def raise_agreed(comm: Comm, error: BaseException | None) -> None:
     raise _rebuild(exc_type, message, rank)
 
 
-def allgather_agreed(
-    comm: Comm, error: BaseException | None, payload: np.ndarray | None, nbytes: int
-) -> np.ndarray:
+#: A record of `allgather_agreed`: a header whose byte 0 is the error flag, then the payload.
+RECORD_HEADER = 32
+RECORD_BYTES = 96
+
+
+def new_record() -> np.ndarray:
+    """A zeroed record for `allgather_agreed`; write the payload into ``record[RECORD_HEADER:]``."""
+    return np.zeros(RECORD_BYTES, dtype=np.uint8)
+
+
+def allgather_agreed(comm: Comm, error: BaseException | None, record: np.ndarray) -> np.ndarray:
     """Collective: allgather a fixed-size record per rank and agree on errors, in one call.
 
-    ``payload`` (at most ``nbytes`` bytes; None on a failed rank) travels with
-    a one-byte error flag in a single Allgather.  Returns a (size, nbytes)
-    uint8 array of the records; raises the lowest failing rank's exception on
-    every rank if any rank has ``error`` (the message needs one more call).
+    ``record`` (from `new_record`; its payload at ``RECORD_HEADER``, aligned for any
+    numpy scalar) travels with its error flag in a single Allgather of
+    RECORD_BYTES.  Returns the (size, RECORD_BYTES) uint8 array of every rank's
+    record; raises the lowest failing rank's exception on every rank if any rank
+    has ``error`` (the message needs one more call).
     """
-    buf = np.zeros(nbytes + 1, dtype=np.uint8)
-    if error is None and payload is not None:
-        raw = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
-        buf[1 : 1 + raw.size] = raw
-    else:
-        buf[0] = 1
-    if comm.size == 1:
-        if error is not None:
+    if error is not None:
+        record[0] = 1
+        if comm.size == 1:
             raise error
-        return buf[None, 1:]
-    rows = comm.Allgather(buf)
-    if rows[:, 0].any():
+    if comm.size == 1:
+        return record[None]
+    rows = comm.Allgather(record)
+    if np.count_nonzero(rows[:, 0]):
         raise_agreed(comm, error)
-    return rows[:, 1:]
+    return rows
 
 
 class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``

@@ -1,12 +1,18 @@
 """The funnel: one table of d2o's public operations, and the wrappers put around them on demand.
 
 Every public operation (a method of `distributed_data_object`, a function of
-``d2o``, ``d2o.fft`` or ``d2o.io``) is registered here once, by the module
-that defines it.  While a trace is active (`d2o._trace`), `activate` replaces
-each registered operation, wherever d2o's modules expose it, by a wrapper
-that opens a `Record` for the outermost call; `deactivate` puts the plain
-functions back.  So the default path carries no per-call cost at all, and a
-new operation only has to be registered to be traced.
+``d2o``, ``d2o.fft`` or ``d2o.io``) is registered here once (`d2o/__init__.py`
+registers them all).  While a trace is active (`d2o._trace`) or the option
+``check_args`` is on, `activate` replaces each registered operation, wherever
+d2o's modules expose it, by a wrapper around its outermost call that
+
+* verifies that the call's global arguments are equal on every rank
+  (``check_args``: one allreduce of a 64-bit hash; a ValueError naming the
+  argument on every rank otherwise), and
+* opens a `Record` for it in the active traces.
+
+`deactivate` puts the plain functions back.  So the default path carries no
+per-call cost at all, and a new operation only has to be registered.
 
 A reference to an operation taken before a trace started (``f = d2o.fft.fftn``)
 bypasses the wrapper: its MPI calls are still counted, under the record
@@ -20,7 +26,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import _trace
+from . import _config, _trace
 
 __all__ = ["register", "register_functions", "activate", "deactivate", "operations"]
 
@@ -51,25 +57,162 @@ def operations() -> list[str]:
     return sorted({name for _, _, name, _ in _OPS})
 
 
+#: 1 while a registered operation runs (its inner calls are not wrapped again).
+_depth = [0]
+
+
 def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
     current = _trace.current
     Record = _trace.Record
+    options = _config._OPTIONS
 
     @functools.wraps(fn)
-    def traced(*args: Any, **kwargs: Any) -> Any:
-        if current[0] is not None or not _trace.active:
-            return fn(*args, **kwargs)  # an inner call, or no trace: no record
-        rec = Record(name if namer is None else namer(args))
-        for t in _trace.active:
-            t.records.append(rec)
-        current[0] = rec
+    def funnel(*args: Any, **kwargs: Any) -> Any:
+        if _depth[0]:
+            return fn(*args, **kwargs)  # an inner call: no record, no check
+        _depth[0] = 1
         try:
+            if options["check_args"] and name not in _LOCAL_OPS:
+                check_arguments(fn, name, args, kwargs)
+            if _trace.active:
+                rec = Record(name if namer is None else namer(args))
+                for t in _trace.active:
+                    t.records.append(rec)
+                current[0] = rec
             return fn(*args, **kwargs)
         finally:
+            _depth[0] = 0
             current[0] = None
 
-    traced.__d2o_original__ = fn  # type: ignore[attr-defined]
-    return traced
+    funnel.__d2o_original__ = fn  # type: ignore[attr-defined]
+    return funnel
+
+
+# -- checked arguments ----------------------------------------------------------------
+
+#: Operations that never communicate: their arguments may differ between ranks.
+_LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate"}
+#: Per-rank arguments of collective operations (not compared across ranks).
+_LOCAL_ARGS: dict = {
+    "distributed_data_object": lambda kw: {"local_data", "local_shape"},
+    "wrap": lambda kw: {"local_array"},
+    "get_data": lambda kw: {"key"} if kw.get("local_keys") else set(),
+    "set_data": lambda kw: {"data", "to_key", "from_key"} if kw.get("local_keys") else set(),
+}
+_SAMPLE = 1 << 16  # bytes of a large array's data that enter its hash (head and tail)
+_PARAMS: dict = {}
+
+
+def _digest_into(h: Any, value: Any) -> None:
+    """Feed a description of ``value`` that is equal on ranks holding equal values."""
+    import numpy as np
+
+    from ._comm import Comm
+    from ._d2o import distributed_data_object as D2O
+
+    if isinstance(value, D2O):
+        d = value.distributor
+        h.update(repr(("d2o", d.global_shape, value.dtype.str, d.strategy, d.axis)).encode())
+    elif isinstance(value, np.ndarray):
+        h.update(repr(("nd", value.shape, value.dtype.str)).encode())
+        if not value.dtype.hasobject:
+            flat = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+            if flat.size > 2 * _SAMPLE:
+                flat = np.concatenate((flat[:_SAMPLE], flat[-_SAMPLE:]))
+            h.update(flat.tobytes())
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}(".encode())
+        for v in value:
+            _digest_into(h, v)
+        h.update(b")")
+    elif isinstance(value, dict):
+        h.update(b"dict(")
+        for k in sorted(value, key=repr):
+            h.update(repr(k).encode())
+            _digest_into(h, value[k])
+        h.update(b")")
+    elif isinstance(value, slice):
+        _digest_into(h, (value.start, value.stop, value.step))
+    elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        h.update(f"{type(value).__name__}:{value!r}".encode())
+    elif isinstance(value, (np.ufunc, type, np.dtype)) or callable(value):
+        h.update(getattr(value, "__name__", repr(value)).encode())
+    elif isinstance(value, Comm) or type(value).__module__.startswith("mpi4py"):
+        h.update(b"comm")
+    else:  # os.PathLike and other objects whose repr is their value
+        h.update(f"{type(value).__name__}:{value!r}"[:4096].encode())
+
+
+def _digest(value: Any) -> int:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    _digest_into(h, value)
+    return int.from_bytes(h.digest(), "little") >> 2  # 62 bits: negation cannot overflow
+
+
+def _named_args(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    names = _PARAMS.get(fn)
+    if names is None:
+        import inspect
+
+        try:
+            params = inspect.signature(fn).parameters.values()
+            names = [
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            names = []
+        _PARAMS[fn] = names
+    out = [(names[i] if i < len(names) else f"argument {i + 1}", a) for i, a in enumerate(args)]
+    return out + sorted(kwargs.items())
+
+
+def _comm_of(args: tuple, kwargs: dict) -> Any:
+    from ._comm import as_comm, default_comm
+    from ._d2o import distributed_data_object as D2O
+
+    for a in args + tuple(kwargs.values()):
+        if isinstance(a, D2O):
+            return a.distributor.comm
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, D2O):
+                    return b.distributor.comm
+    c = kwargs.get("comm")
+    return default_comm() if c is None else as_comm(c)
+
+
+def check_arguments(fn: Callable, name: str, args: tuple, kwargs: dict) -> None:
+    """Collective: ValueError on every rank unless the global arguments agree across ranks."""
+    import numpy as np
+
+    init = name == "distributed_data_object"  # __init__: self is not built yet
+    comm = _comm_of(args[1:] if init else args, kwargs)
+    if comm.size == 1:
+        return
+    named = _named_args(fn, args, kwargs)
+    spec = _LOCAL_ARGS.get(name)
+    skip = spec(dict(named)) if spec is not None else set()
+    checked = [(k, v) for k, v in named if k not in skip and k != "self"]
+    digests = [_digest(v) for _, v in checked]
+    mine = _digest(tuple(digests))
+    both = comm.Allreduce(np.array([mine, -mine], dtype=np.int64), "min")
+    if both[0] == -both[1]:
+        return
+    # Some rank differs: find the first argument that does, and say so everywhere.
+    listing = comm.allgather([(k, d, repr(v)[:80]) for (k, v), d in zip(checked, digests)])
+    for i, (k, d, _) in enumerate(listing[0]):
+        if any(len(lst) <= i or lst[i][1] != d for lst in listing):
+            shown = "; ".join(
+                f"rank {r}: {lst[i][2] if len(lst) > i else '(missing)'}"
+                for r, lst in enumerate(listing)
+            )
+            raise ValueError(
+                f"d2o check_args: argument {k!r} of {name!r} differs between ranks ({shown}); "
+                "global arguments must be equal on every rank"
+            )
+    raise ValueError(f"d2o check_args: the arguments of {name!r} differ between ranks")
 
 
 def _d2o_modules() -> list:
@@ -77,7 +220,7 @@ def _d2o_modules() -> list:
 
 
 def activate() -> None:
-    """Install the tracing wrappers (idempotent)."""
+    """Install the wrappers (idempotent)."""
     if _PATCHED:
         return
     modules = _d2o_modules()
@@ -108,8 +251,8 @@ def activate() -> None:
 
 
 def deactivate() -> None:
-    """Remove the wrappers once no trace is active."""
-    if _trace.active or not _PATCHED:
+    """Remove the wrappers once no trace is active and ``check_args`` is off."""
+    if _trace.active or _config._OPTIONS["check_args"] or not _PATCHED:
         return
     for owner, attr, orig in reversed(_PATCHED):
         setattr(owner, attr, orig)

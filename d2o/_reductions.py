@@ -36,7 +36,7 @@ from ._distributors import (
     like,
     slab_distributor,
 )
-from ._errors import agreed, allgather_agreed
+from ._errors import RECORD_HEADER, agreed, allgather_agreed, new_record
 from ._redistribution import redistribute
 
 __all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
@@ -216,40 +216,33 @@ def reduce(
     return _wrap_result(total, get_distributor("not", total.shape, d.comm))
 
 
-#: Bytes of the record each rank contributes to a full reduction (one Allgather).
-RECORD_BYTES = 64
-
-
-def _gather_records(comm, error, payload) -> np.ndarray:
-    """One Allgather of every rank's record, agreeing on errors; (size, RECORD_BYTES) bytes."""
-    return allgather_agreed(comm, error, payload, RECORD_BYTES)
-
-
 def _full_reduce(
     obj: D2O, name: str, fn: Callable, combine: np.ufunc, fill: Any, kwargs: dict, keepdims: bool
 ) -> Any:
-    """Collective: a reduction over every axis in one collective of RECORD_BYTES per rank.
+    """Collective: a reduction over every axis in one Allgather of a 96-byte record per rank.
 
-    Each rank reduces its piece; the error flag and the partial travel in one
-    Allgather; every rank combines the partials in rank order, so the scalar
-    is bit-identical everywhere.
+    Each rank reduces its piece; its error flag and partial travel in one
+    record; every rank combines the partials in rank order, so the scalar is
+    bit-identical everywhere.
     """
     d = obj.distributor
-    error, payload, rdtype = None, None, None
+    error, rdtype = None, None
+    rec = new_record()
     try:
         rdtype, _ = _validate(obj, name, fn, None, kwargs)
-        if rdtype.itemsize > RECORD_BYTES:  # pragma: no cover - no numpy dtype is this wide
-            raise TypeError(f"{name} of dtype {rdtype} is not supported for distributed arrays")
-        if obj.data.size == 0 and fill is not None and "initial" not in kwargs:
-            payload = np.full(1, fill(rdtype), dtype=rdtype)
+        data = obj.data
+        if data.size == 0 and fill is not None and "initial" not in kwargs:
+            val = fill(rdtype)
+        elif not kwargs and name in _SIMPLE:
+            val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
         else:
-            payload = np.asarray(fn(obj.data, axis=None, **kwargs), dtype=rdtype).reshape(1)
+            val = fn(data, axis=None, **kwargs)
+        rec.view(rdtype)[RECORD_HEADER // rdtype.itemsize] = val
     except Exception as exc:
         error = exc
-    rows = _gather_records(d.comm, error, payload)
-    parts = np.ascontiguousarray(rows[:, : rdtype.itemsize]).view(rdtype).reshape(-1)
-    total = combine.reduce(parts, dtype=rdtype) if parts.size > 1 else parts[0]
-    total = rdtype.type(total)
+    rows = allgather_agreed(d.comm, error, rec)
+    parts = rows.view(rdtype)[:, RECORD_HEADER // rdtype.itemsize]
+    total = rdtype.type(combine.reduce(parts, dtype=rdtype))
     if keepdims:
         full = np.full((1,) * d.ndim, total, dtype=rdtype)
         return _from_local(full, get_distributor("not", full.shape, d.comm))
@@ -311,7 +304,8 @@ def mean(
 def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -> Any:
     """Collective: var (or std) over every axis in one Allgather of (count, mean, M2) per rank."""
     d = obj.distributor
-    error, payload, rdt = None, None, None
+    error, rdt = None, None
+    rec = new_record()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -319,17 +313,16 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
         cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
         acc = np.complex128 if cplx else np.float64
         x = obj.data
-        rec = np.zeros(4, dtype=np.float64)  # count, mean (real, imag), sum of squared deviations
-        if x.size:
+        if x.size:  # count, mean (real, imag), sum of squared deviations
             m = x.mean(dtype=acc)
             dev = np.subtract(x, m, dtype=acc)
-            rec[:] = x.size, m.real, m.imag, np.vdot(dev, dev).real
+            moments = (x.size, m.real, m.imag, np.vdot(dev, dev).real)
+            rec[RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)[:] = moments
             del dev
-        payload = rec
     except Exception as exc:
         error = exc
-    rows = _gather_records(d.comm, error, payload)
-    recs = np.ascontiguousarray(rows[:, :32]).view(np.float64)
+    rows = allgather_agreed(d.comm, error, rec)
+    recs = rows[:, RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)
     n, mean, m2 = 0.0, 0.0, 0.0
     for nb, re, im, m2b in recs:  # rank order: bit-identical on every rank
         if nb == 0:
@@ -434,19 +427,21 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
 
 def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
     """Collective: every rank's (value, global index) candidate, with the error agreement,
-    in one Allgather of RECORD_BYTES per rank."""
+    in one Allgather of a 96-byte record per rank."""
     d = obj.distributor
-    error, payload = None, None
+    error = None
+    rec = new_record()
+    h, isz = RECORD_HEADER, obj.dtype.itemsize
     try:
         fn(_probe(obj), axis=None, keepdims=keepdims)
         gi, val, _ = _arg_local(obj, fn, None, ())
-        payload = np.concatenate((gi.view(np.uint8), np.ascontiguousarray(val).view(np.uint8)))
+        rec[h : h + 8] = gi.view(np.uint8)
+        rec[h + 8 : h + 8 + isz] = np.ascontiguousarray(val).view(np.uint8)
     except Exception as exc:
         error = exc
-    rows = _gather_records(d.comm, error, payload)
-    isz = obj.dtype.itemsize
-    idxs = np.ascontiguousarray(rows[:, :8]).view(np.int64)
-    vals = np.ascontiguousarray(rows[:, 8 : 8 + isz]).view(obj.dtype)
+    rows = allgather_agreed(d.comm, error, rec)
+    idxs = np.ascontiguousarray(rows[:, h : h + 8]).view(np.int64)
+    vals = np.ascontiguousarray(rows[:, h + 8 : h + 8 + isz]).view(obj.dtype)
     return vals, idxs
 
 

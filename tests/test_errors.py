@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+import d2o
 from d2o import default_comm, distributed_data_object
 from d2o.testing import collective_assert
 
@@ -19,6 +20,14 @@ comm = default_comm()
 BAD = comm.size - 1  # the rank that gets the wrong input
 
 pytestmark = pytest.mark.skipif(comm.size == 1, reason="needs two ranks to disagree")
+
+
+@pytest.fixture(autouse=True)
+def _agreement_path():
+    """These cases exercise the agreement itself, not the checked mode (which would
+    report the differing argument first); tests/test_check_args.py covers that."""
+    with d2o.options(check_args=False):
+        yield
 
 
 def _raises_everywhere(exc_type, fn):

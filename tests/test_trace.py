@@ -15,6 +15,13 @@ from d2o import distributed_data_object
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 
+@pytest.fixture(autouse=True)
+def _unchecked():
+    """Exact counts: without check_args' extra allreduce per call (the MPI stages turn it on)."""
+    with d2o.options(check_args=False):
+        yield
+
+
 def _even(n: int, p: int) -> list[int]:
     """'equal' piece lengths, written out independently of d2o: first ranks take extras."""
     return [n // p + (1 if r < n % p else 0) for r in range(p)]
