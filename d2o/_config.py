@@ -11,9 +11,10 @@ Environment (read at import):
 ``D2O_CHECK_ARGS=1``     start with the ``check_args`` option on.
 
 Options (`set_options`, `options`) are settings of the calling process only:
-setting them communicates nothing, and d2o never assumes that they are equal
-on every rank (where an option decides whether a collective call goes ahead,
-the ranks agree first, so a mismatch cannot leave a rank waiting).
+setting them communicates nothing.  ``gather`` may differ between ranks (where
+it decides whether a collective call goes ahead, the ranks agree first, so a
+mismatch cannot leave a rank waiting).  ``check_args`` adds a collective to
+every call, so it must be on or off on every rank alike.
 """
 
 from __future__ import annotations
@@ -84,13 +85,15 @@ def set_options(**kwargs: Any) -> None:
         rank (per-rank arguments are only the local ones: ``local_data``,
         ``local_shape``, ``set_local_data``, keys with ``local_keys=True``).
         ``D2O_CHECK_ARGS=1`` turns it on at import; the test suite's MPI runs do.
+        Unlike ``gather`` it changes the communication of every call: set it on
+        every rank alike (the environment variable is the safe way).
 
     Notes
     -----
     Local: options are settings of the calling process, not of the job, and
-    setting them communicates nothing.  Setting them on some ranks only is
-    safe: an operation that an option may stop first agrees across ranks.
-    All names and values are checked before any is set.
+    setting them communicates nothing.  Setting ``gather`` on some ranks only is
+    safe: an operation that it may stop first agrees across ranks.  All names
+    and values are checked before any is set.
     """
     for name, value in kwargs.items():
         _check(name, value)
