@@ -19,6 +19,7 @@ from ._comm import default_comm
 
 __all__ = [
     "assert_equal_to_numpy",
+    "assert_layout",
     "assert_raises_everywhere",
     "collective_assert",
     "distribution_strategies",
@@ -148,6 +149,54 @@ def assert_equal_to_numpy(
     except Exception as exc:  # a failure before comparing still needs agreement
         local = f"gathering the data raised {type(exc).__name__}: {exc}"
     _agree(local, comm)
+
+
+def assert_layout(
+    obj: Any,
+    *,
+    axis: Any = "any",
+    lengths: Any = None,
+    strategy: str | None = None,
+) -> None:
+    """Check the layout a documented rule promises: distributed axis, piece lengths, strategy.
+
+    Collective.  Give the expected values from the rule itself (literal tables), not
+    from the function under test.  Each rank checks its own piece; the verdict is agreed.
+
+    Parameters
+    ----------
+    obj : distributed_data_object
+    axis : int or None, optional
+        The expected distributed axis (None: replicated).  Not checked when omitted.
+    lengths : sequence of int, optional
+        Every rank's expected extent along ``axis`` (``lengths[r]`` for rank r).
+    strategy : str, optional
+        The expected ``distribution_strategy``.
+
+    Raises
+    ------
+    AssertionError
+        On every rank, when the layout differs on at least one rank.
+    """
+    problems = []
+    comm = obj.distributor.comm
+    if axis != "any" and obj.axis != axis:
+        problems.append(f"distributed axis {obj.axis}, expected {axis}")
+    if strategy is not None and obj.distribution_strategy != strategy:
+        problems.append(f"strategy {obj.distribution_strategy!r}, expected {strategy!r}")
+    if lengths is not None:
+        lengths = list(lengths)
+        ax = obj.axis
+        if len(lengths) != comm.size:
+            problems.append(f"{len(lengths)} expected lengths for {comm.size} ranks")
+        elif ax is None:
+            problems.append(f"replicated, expected piece lengths {lengths}")
+        elif obj.local_shape[ax] != lengths[comm.rank]:
+            problems.append(
+                f"rank {comm.rank} holds {obj.local_shape[ax]} along axis {ax}, "
+                f"expected {lengths[comm.rank]} (all: {lengths})"
+            )
+    _agree("; ".join(problems) if problems else None, comm)
 
 
 def assert_raises_everywhere(
