@@ -7,6 +7,7 @@ own feature modules, which attach their methods to the class from tables.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -105,6 +106,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
                 piece, meta = self._parse_local(local_data, local_shape, global_data, dtype, copy)
             else:
                 meta = self._parse_global(global_data, global_shape, dtype, strategy)
+                meta = meta[:3] + (_axis_or_zero(axis, len(meta[0])),)
         except Exception as exc:  # agreed below, together with the metadata check
             error = exc
         # One collective carries both the errors and the metadata of every rank.
@@ -120,10 +122,10 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             if metas is not None and any(m != meta for m in metas):
                 raise ValueError(
                     "global_data/global_shape, dtype, strategy and axis must be the same on "
-                    f"every rank; got {metas}"
+                    f"every rank; got (shape, dtype, strategy, axis) {metas}"
                 )
-            shape, dt, _, _ = meta
-            dist = get_distributor(strategy, shape, c, _axis_or_zero(axis, len(shape)))
+            shape, dt, _, ax = meta
+            dist = get_distributor(strategy, shape, c, ax)
             self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
         self.distributor = dist
         self.index = _register(self)
@@ -137,6 +139,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             else:
                 arr = np.asarray(global_data)
                 shape, dt = arr.shape, arr.dtype
+                if arr.ndim == 0 and global_shape is not None:
+                    shape = _as_shape(global_shape)  # a scalar fills the whole array
         elif global_shape is not None:
             shape, dt = _as_shape(global_shape), _FLOAT64
         else:
@@ -157,6 +161,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             )
             return piece.astype(dtype, copy=copy or piece is src.data)
         arr = np.asarray(global_data)
+        if arr.ndim == 0 and shape:
+            return np.full(dist.local_shape, arr, dtype=dtype)
         piece = arr[dist.local_slice] if arr.ndim else arr
         return np.array(piece, dtype=dtype, copy=True if copy else None)
 
@@ -461,9 +467,28 @@ _from_local = distributed_data_object._from_local
 
 
 def _as_shape(shape: Any) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(map(int, shape))
+    """numpy's shape rules: an integer or a sequence of integers (``operator.index``: floats
+    and strings are TypeError), none negative (ValueError)."""
+    try:
+        dims = (operator.index(shape),)
+    except TypeError:
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(
+                f"{type(shape).__name__!r} object cannot be interpreted as an integer"
+            ) from None
+        dims = tuple(_index(n) for n in shape)
+    if any(n < 0 for n in dims):
+        raise ValueError(f"negative dimensions are not allowed: {dims}")
+    return dims
+
+
+def _index(n: Any) -> int:
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(
+            f"{type(n).__name__!r} object cannot be interpreted as an integer"
+        ) from None
 
 
 def _axis_or_zero(axis: int, ndim: int) -> int:

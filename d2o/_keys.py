@@ -96,8 +96,8 @@ def _as_item(item: Any, d2o_type: type | None) -> tuple:
         return ("d", item)
     if isinstance(item, np.ndarray) or isinstance(item, (list, tuple)):
         try:
-            arr = np.asarray(item)
-        except (ValueError, TypeError):
+            arr = np.asarray(item)  # a ragged list raises numpy's ValueError
+        except TypeError:
             raise IndexError(_BAD_KEY) from None
         if arr.dtype.kind == "b":
             return ("b0", bool(arr)) if arr.ndim == 0 else ("mask", arr)

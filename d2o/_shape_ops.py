@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._comm import as_comm
+from ._d2o import _index
 from ._d2o import distributed_data_object as D2O
 from ._distributors import (
     Distributor,
@@ -88,6 +89,8 @@ def _new_shape(shape: Any, size: int, dist_len: int | None) -> tuple[tuple, int 
     """numpy's shape parsing (one -1 allowed); also caput's None for the distributed axis."""
     if isinstance(shape, (int, np.integer)) or shape is None:
         shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"{type(shape).__name__!r} object cannot be interpreted as an integer")
     shape = list(shape)
     fixed = None
     if any(s is None for s in shape):
@@ -95,7 +98,7 @@ def _new_shape(shape: Any, size: int, dist_len: int | None) -> tuple[tuple, int 
             raise ValueError("only the distributed axis of a distributed array may be None")
         fixed = shape.index(None)
         shape[fixed] = dist_len
-    shape = [int(s) for s in shape]
+    shape = [_index(s) for s in shape]
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
