@@ -22,6 +22,7 @@ from ._errors import GatherError, GatherWarning
 from ._indexing import *  # noqa: F403
 from ._librarian import d2o_librarian
 from ._linalg import dot, matmul
+from ._original import median
 from ._shape_ops import *  # noqa: F403
 from ._show import show
 from ._special import *  # noqa: F403
@@ -38,6 +39,7 @@ __all__ = [
     "fft",
     "dot",
     "matmul",
+    "median",
     "trace",
     "Trace",
     "show",

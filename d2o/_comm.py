@@ -22,7 +22,7 @@ try:  # pragma: no cover - depends on the environment
 except ImportError:  # pragma: no cover
     MPI = None
 
-__all__ = ["Comm", "default_comm", "as_comm", "MPI", "have_mpi"]
+__all__ = ["Comm", "default_comm", "as_comm", "MPI", "have_mpi", "os_error"]
 
 
 def have_mpi() -> bool:
@@ -267,3 +267,23 @@ def default_comm() -> Comm:
         return _DEFAULT[0]
     _DEFAULT.append(_SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
     return _DEFAULT[0]
+
+
+def os_error(exc: BaseException, path: str) -> BaseException:
+    """Python's exception for a failed MPI-IO call (``MPI.Exception``), as a serial program
+    would get it: FileNotFoundError, PermissionError, FileExistsError, or OSError."""
+    import errno
+
+    if MPI is None or not isinstance(exc, MPI.Exception):
+        return exc
+    cls = exc.Get_error_class()
+    table = {
+        MPI.ERR_NO_SUCH_FILE: (FileNotFoundError, errno.ENOENT),
+        MPI.ERR_ACCESS: (PermissionError, errno.EACCES),
+        MPI.ERR_READ_ONLY: (PermissionError, errno.EROFS),
+        MPI.ERR_FILE_EXISTS: (FileExistsError, errno.EEXIST),
+        MPI.ERR_NO_SPACE: (OSError, errno.ENOSPC),
+        MPI.ERR_QUOTA: (OSError, errno.EDQUOT),
+    }
+    kind, code = table.get(cls, (OSError, errno.EIO))
+    return kind(code, f"{os.strerror(code)} (MPI-IO: {exc.Get_error_string()})", path)

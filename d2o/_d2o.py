@@ -59,6 +59,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         The distributed axis (default 0).
     skip_parsing : bool
         Skip the consistency checks that need communication (trusted input).
+    hermitian : bool
+        The original D2O's flag marking the array as hermitian-symmetric (kept by
+        `copy`; d2o itself does not use it).
 
     Notes
     -----
@@ -67,7 +70,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     communicate.
     """
 
-    __slots__ = ("data", "distributor", "index", "__weakref__")
+    __slots__ = ("data", "distributor", "index", "hermitian", "__weakref__")
     __array_priority__ = 20.0
 
     def __init__(
@@ -82,6 +85,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         copy: bool = True,
         axis: int = 0,
         skip_parsing: bool = False,
+        hermitian: bool = False,
         **kwargs: Any,
     ) -> None:
         c = as_comm(comm)
@@ -128,6 +132,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             dist = get_distributor(strategy, shape, c, ax)
             self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
         self.distributor = dist
+        self.hermitian = bool(hermitian)
         self.index = _register(self)
 
     # -- construction helpers ------------------------------------------------
@@ -194,6 +199,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         obj = _new(cls)
         obj.data = data
         obj.distributor = distributor
+        obj.hermitian = False
         obj.index = _register(obj)
         return obj
 
@@ -346,12 +352,15 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         d = self.distributor
         if distribution_strategy is None and axis is None:
             data = self.data.copy() if dtype is None else self.data.astype(dtype)
-            return _from_local(data, d)
-        target = self._target(distribution_strategy, axis)
-        data = redistribute(self.data, d, target, copy=True, explicit=True)
-        if dtype is not None:
-            data = data.astype(dtype, copy=False)
-        return _from_local(data, target)
+            out = _from_local(data, d)
+        else:
+            target = self._target(distribution_strategy, axis)
+            data = redistribute(self.data, d, target, copy=True, explicit=True)
+            if dtype is not None:
+                data = data.astype(dtype, copy=False)
+            out = _from_local(data, target)
+        out.hermitian = self.hermitian
+        return out
 
     def _target(self, distribution_strategy: str | None, axis: int | None) -> Distributor:
         d = self.distributor

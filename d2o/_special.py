@@ -173,6 +173,14 @@ HANDLED: dict = {
     np.real: lambda v: v.real,
     np.imag: lambda v: v.imag,
     np.copy: lambda a, *args, **kw: a.copy(),
+    np.isreal: lambda x: x.isreal(),
+    np.iscomplex: lambda x: x.iscomplex(),
+    np.nan_to_num: lambda x, copy=True, nan=0.0, posinf=None, neginf=None: x.nan_to_num(
+        copy=copy, nan=nan, posinf=posinf, neginf=neginf
+    ),
+    np.median: lambda a, axis=None, out=None, overwrite_input=False, keepdims=False: (
+        a.median(axis=axis, keepdims=keepdims) if out is None else _no_out()
+    ),
 }
 for _name in (
     "sum",
@@ -197,6 +205,10 @@ for _name in (
     HANDLED[getattr(np, _name)] = _reduction(_name)
 for _name in ("nansum", "nanmax", "nanmin"):
     HANDLED[getattr(np, _name)] = _reduction(_name)
+
+
+def _no_out() -> Any:
+    raise TypeError("out= is not supported for distributed arrays")
 
 
 def _dot(a: Any, b: Any) -> Any:

@@ -5,6 +5,7 @@ Nothing here gathers data.  Functions that communicate say so.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
@@ -21,13 +22,16 @@ from .._distributors import (
     get_distributor,
     slab_distributor,
 )
-from .._errors import agree, agreed
+from .._errors import agree, agree_gather, agreed
 
 __all__ = [
     "BUFFER_BYTES",
     "layout",
     "check_storable",
     "check_path",
+    "check_readable",
+    "check_writable",
+    "same_path",
     "Selection",
     "temp_name",
     "commit",
@@ -70,6 +74,42 @@ def check_path(path: Any) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected a file name (str or os.PathLike), got {type(path).__name__}")
     return os.fspath(path)
+
+
+def check_readable(path: str) -> None:
+    """Python's exception when ``path`` is not a readable file on this rank (local)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not os.access(path, os.R_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+
+def check_writable(path: str, is_dir: bool = False) -> None:
+    """Python's exception when ``path`` cannot be created on this rank (local): its
+    directory must exist, be a directory and be writable."""
+    head = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(head):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), head)
+    if not os.path.isdir(head):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), head)
+    if not os.access(head, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), head)
+    if not is_dir and os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+
+
+def same_path(comm: Comm, error: BaseException | None, path: str | None) -> None:
+    """Collective: agree on errors and require ``path`` to name one file on every rank.
+
+    One allgather of the absolute paths carries the error agreement too.
+    """
+    paths = agree_gather(comm, error, None if path is None else os.path.abspath(path))
+    if len(set(paths)) > 1:
+        raise ValueError(
+            f"the file name differs between ranks ({paths}); it must be the same on every rank"
+        )
 
 
 def temp_name(path: str) -> str:

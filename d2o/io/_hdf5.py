@@ -27,12 +27,15 @@ from .._errors import agreed
 from ._common import (
     Selection,
     check_path,
+    check_readable,
     check_storable,
+    check_writable,
     commit,
     layout,
     read_boxes,
     remove,
     row_blocks,
+    same_path,
     temp_name,
 )
 
@@ -88,15 +91,14 @@ def from_hdf5(
     """
     h5py = _h5py()
     c = as_comm(comm)
-    f = None
+    f, path, error = None, None, None
     try:
-        with agreed(c):
+        try:
             if isinstance(path_or_group, h5py.Group):
                 grp = path_or_group
             else:
                 path = check_path(path_or_group)
-                if not os.path.exists(path):
-                    raise FileNotFoundError(f"no such file: {path!r}")
+                check_readable(path)
                 f = grp = h5py.File(path, "r")
             if dataset not in grp:
                 raise KeyError(f"no dataset {dataset!r} in {grp.file.filename}")
@@ -106,6 +108,9 @@ def from_hdf5(
             check_storable(ds.dtype, "a distributed array")
             selection = Selection(sel, ds.shape)
             dist = layout(distribution_strategy, selection.shape, c, axis)
+        except Exception as exc:
+            error = exc
+        same_path(c, error, path)
         with agreed(c):
             local = read_boxes(ds.__getitem__, selection, dist, ds.dtype)
     finally:
@@ -156,15 +161,19 @@ def to_hdf5(
         raise TypeError(f"to_hdf5 expects a distributed_data_object, got {type(obj).__name__}")
     dist = obj.distributor
     c = dist.comm
-    plan = None
-    with agreed(c):
+    plan, error = None, None
+    try:
         path = check_path(path)
         if not isinstance(dataset, str) or not dataset.strip("/"):
             raise ValueError(f"dataset must be a non-empty name, got {dataset!r}")
         check_storable(obj.dtype, "HDF5")
         h5py.h5t.py_create(obj.dtype)  # TypeError: no HDF5 type for this dtype
+        check_writable(path)  # on every rank: each writes its own part
         if c.rank == 0:
             plan = _plan(h5py, path, dataset, overwrite)
+    except Exception as exc:
+        error = exc
+    same_path(c, error, None if error else path)
     mode, target, tmp_ds = c.bcast(plan, 0)
     parallel = parallel_hdf5(c)
     if not parallel and c.size > 1 and not _notice_given[0]:

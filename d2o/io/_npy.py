@@ -18,12 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from .._comm import MPI, Comm, as_comm
+from .._comm import MPI, Comm, as_comm, os_error
 from .._d2o import distributed_data_object as D2O
 from .._distributors import Distributor
 from .._errors import agreed
 from . import _common
-from ._common import check_path, check_storable, commit, layout, remove, replace_path, temp_name
+from ._common import (
+    check_path,
+    check_readable,
+    check_storable,
+    check_writable,
+    commit,
+    layout,
+    remove,
+    replace_path,
+    same_path,
+    temp_name,
+)
 
 __all__ = ["save", "load"]
 
@@ -105,16 +116,18 @@ def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
         raise TypeError(f"save expects a distributed_data_object, got {type(obj).__name__}")
     dist = obj.distributor
     c = dist.comm
-    tmp = None
-    with agreed(c):
+    tmp, error = None, None
+    try:
         path = _npy_path(path)
         check_storable(obj.dtype, ".npy")
+        check_writable(path)  # on every rank: each writes its own part
         if c.rank == 0:
-            if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-                raise FileNotFoundError(f"no such directory: {os.path.dirname(path)!r}")
             if os.path.lexists(path) and not overwrite:
                 raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
             tmp = temp_name(path)
+    except Exception as exc:
+        error = exc
+    same_path(c, error, None if error else path)
     tmp = c.bcast(tmp, 0)
     header = _header_bytes(dist.global_shape, obj.dtype)
     error = None
@@ -196,7 +209,10 @@ def _view(fh, disp: int, base, dist_shape: tuple, box, order, created: list) -> 
 
 def _save_mpi(tmp: str, header: bytes, data: np.ndarray, dist: Distributor, c: Comm) -> None:
     created: list = []
-    fh = MPI.File.Open(c.mpi, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+    try:
+        fh = MPI.File.Open(c.mpi, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+    except MPI.Exception as exc:
+        raise os_error(exc, tmp) from None
     try:
         if c.rank == 0:
             fh.Write_at(0, header)
@@ -243,15 +259,17 @@ def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: A
     agreement), then collective MPI-IO reads of every rank's own box.
     """
     c = as_comm(comm)
-    meta = None
-    with agreed(c):
+    meta, error = None, None
+    try:
         path = check_path(path)
         if distribution_strategy not in ("not", "equal", "fftw", "freeform"):
             layout(distribution_strategy, (1,), c)  # raises the standard message
+        check_readable(path)  # on every rank: each reads its own part
         if c.rank == 0:
-            if not os.path.exists(path):
-                raise FileNotFoundError(f"no such file: {path!r}")
             meta = _read_header(path)
+    except Exception as exc:
+        error = exc
+    same_path(c, error, None if error else path)
     shape, fortran, descr, offset = c.bcast(meta, 0)
     dtype = _fmt.descr_to_dtype(descr)
     with agreed(c):
@@ -322,7 +340,10 @@ def _load_serial(path, shape, dtype, offset, order, dist) -> np.ndarray:
 
 def _load_mpi(path: str, local: np.ndarray, dist: Distributor, offset: int, fortran: bool, c):
     created: list = []
-    fh = MPI.File.Open(c.mpi, path, MPI.MODE_RDONLY)
+    try:
+        fh = MPI.File.Open(c.mpi, path, MPI.MODE_RDONLY)
+    except MPI.Exception as exc:
+        raise os_error(exc, path) from None
     try:
         base = _byte_type(local.itemsize, created)
         box = dist.region(c.rank)

@@ -9,6 +9,7 @@ chunk-aligned blocks; rank 0 renames the directory into place on success.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from typing import Any
@@ -23,12 +24,14 @@ from ._common import (
     Selection,
     check_path,
     check_storable,
+    check_writable,
     commit,
     layout,
     read_boxes,
     remove,
     replace_path,
     row_blocks,
+    same_path,
     temp_name,
 )
 
@@ -127,17 +130,19 @@ def to_zarr(
         raise TypeError(f"to_zarr expects a distributed_data_object, got {type(obj).__name__}")
     dist = obj.distributor
     c = dist.comm
-    tmp = None
-    with agreed(c):
+    tmp, error, chunk_shape = None, None, None
+    try:
         path = check_path(path)
         check_storable(obj.dtype, "Zarr")
         chunk_shape = aligned_chunks(dist, obj.itemsize, chunks)
+        check_writable(path, is_dir=True)  # on every rank: each writes its own chunks
         if c.rank == 0:
-            if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-                raise FileNotFoundError(f"no such directory: {os.path.dirname(path)!r}")
             if os.path.lexists(path) and not overwrite:
                 raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
             tmp = temp_name(path)
+    except Exception as exc:
+        error = exc
+    same_path(c, error, None if error else path)
     tmp = c.bcast(tmp, 0)
     try:
         with agreed(c):
@@ -214,18 +219,22 @@ def from_zarr(
     """
     zarr = _zarr()
     c = as_comm(comm)
-    with agreed(c):
+    error, path = None, None
+    try:
         if isinstance(path_or_array, zarr.Array):
             arr = path_or_array
         else:
             path = check_path(path_or_array)
             if not os.path.exists(path):
-                raise FileNotFoundError(f"no such Zarr store: {path!r}")
+                raise FileNotFoundError(errno.ENOENT, "no such Zarr store", path)
             arr = zarr.open_array(path, mode="r")
         dtype = np.dtype(arr.dtype)
         check_storable(dtype, "a distributed array")
         selection = Selection(sel, arr.shape)
         dist = layout(distribution_strategy, selection.shape, c, axis)
+    except Exception as exc:
+        error = exc
+    same_path(c, error, path)
     with agreed(c):
         local = read_boxes(arr.__getitem__, selection, dist, dtype)
     return D2O._from_local(local, dist)
