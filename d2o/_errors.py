@@ -25,10 +25,12 @@ __all__ = [
     "allgather_agreed",
     "new_record",
     "RECORD_HEADER",
+    "RECORD_BYTES",
     "raise_agreed",
     "GatherError",
     "GatherWarning",
     "check_gather",
+    "defer",
 ]
 
 
@@ -60,8 +62,37 @@ def agree(comm: Comm, error: BaseException | None) -> None:
         if error is not None:
             raise error
         return
+    if error is None:
+        error = _PENDING[0]
     if comm.any_flag(error is not None):
+        _PENDING[0] = None
         raise_agreed(comm, error)
+
+
+#: A data-dependent error of local numpy work on this rank, raised at the next agreement.
+_PENDING: list = [None]
+
+
+def defer(comm: Comm, error: BaseException) -> None:
+    """A data-dependent numpy error in local work (integer ``**`` negative, ``errstate``).
+
+    On one process it is raised at once.  On several, only the ranks holding the
+    offending elements see it, and operations that move nothing have no
+    collective to agree in: the error is kept and raised on every rank at the
+    next agreement (the next operation that communicates), so no rank goes on
+    alone.  The local result until then is a placeholder of zeros.
+    """
+    if comm.size == 1:
+        raise error
+    if _PENDING[0] is None:
+        try:
+            error.add_note(
+                "d2o: raised by element-wise work on one rank and reported by the next "
+                "collective call, on every rank"
+            )
+        except AttributeError:  # pragma: no cover - Python < 3.11
+            pass
+        _PENDING[0] = error
 
 
 def raise_agreed(comm: Comm, error: BaseException | None) -> None:
@@ -98,6 +129,8 @@ def allgather_agreed(comm: Comm, error: BaseException | None, record: np.ndarray
     record; raises the lowest failing rank's exception on every rank if any rank
     has ``error`` (the message needs one more call).
     """
+    if error is None and _PENDING[0] is not None:
+        error = _PENDING[0]
     if error is not None:
         record[0] = 1
         if comm.size == 1:
@@ -106,6 +139,7 @@ def allgather_agreed(comm: Comm, error: BaseException | None, record: np.ndarray
         return record[None]
     rows = comm.Allgather(record)
     if np.count_nonzero(rows[:, 0]):
+        _PENDING[0] = None
         raise_agreed(comm, error)
     return rows
 
@@ -139,6 +173,8 @@ def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:
     metadata exchange is needed anyway, e.g. construction).  Every rank
     raises the lowest failing rank's exception.
     """
+    if error is None and comm.size > 1:
+        error = _PENDING[0]
     info = None if error is None else (type(error), str(error))
     try:
         gathered = comm.allgather((info, value))
@@ -147,6 +183,7 @@ def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:
         gathered = comm.allgather((info, None if info else value))
     for rank, (err, _) in enumerate(gathered):
         if err is not None:
+            _PENDING[0] = None
             if rank == comm.rank and error is not None:
                 raise error
             raise _rebuild(err[0], err[1], rank)

@@ -36,6 +36,7 @@ Results are new arrays (copies), never views.
 
 from __future__ import annotations
 
+import operator
 from math import prod
 from typing import Any
 
@@ -44,7 +45,15 @@ import numpy as np
 from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, slab_distributor
-from ._errors import agree, agreed, check_gather
+from ._errors import (
+    RECORD_BYTES,
+    RECORD_HEADER,
+    agree,
+    agreed,
+    allgather_agreed,
+    check_gather,
+    new_record,
+)
 from ._fancy import get_rows, offsets_array, set_rows
 from ._keys import (
     Key,
@@ -171,10 +180,21 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
         if d.replicated or not res.ndim:
             return _from_local(res, get_distributor("not", res.shape, d.comm))
         return _from_local(res, get_distributor("equal", res.shape, d.comm))
+    kind = _key_class(key, d)
+    if kind == "local":  # no communication: numpy's errors where they arise
+        k = _canonical(obj, key)
+    else:  # validation errors are agreed before anything moves
+        k, error = None, None
+        try:
+            k = _canonical(obj, key)
+        except Exception as exc:
+            error = exc
+        if kind == "scalar":  # the value rides on the agreement's collective
+            return _owner_scalar(obj, k, error)
+        allgather_agreed(d.comm, error, new_record())
     res = get_rows(obj, key)
     if res is not NotImplemented:
         return res
-    k = _canonical(obj, key)
     if k.distributed:
         return _get_distributed(obj, k)
     if d.replicated:
@@ -190,6 +210,82 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
     if e[0] == "i":
         return _get_int_axis(obj, k, e)
     return _get_adv_axis(obj, k)
+
+
+def _key_class(key: Any, d: Distributor) -> str:
+    """How a key treats the split axis, from its structure alone (values may be wrong):
+    'local' (nothing moves), 'scalar' (one element from its owner) or 'moves'.
+
+    Every rank classifies its own key; ranks whose keys differ only in their values
+    (one of them out of range, say) get the same class, so they enter the same
+    collective and agree there on the error.
+    """
+    if d.replicated or d.comm.size == 1:
+        return "local"
+    items = key if type(key) is tuple else (key,)
+    kinds = []
+    for it in items:
+        if it is None or isinstance(it, (bool, np.bool_)):
+            kinds.append(("n", 0, it))
+        elif it is Ellipsis:
+            kinds.append(("e", 0, it))
+        elif isinstance(it, slice):
+            kinds.append(("s", 1, it))
+        elif isinstance(it, (int, np.integer)):
+            kinds.append(("i", 1, it))
+        elif isinstance(it, D2O):
+            return "moves"
+        else:
+            try:
+                arr = np.asarray(it)
+                n = arr.ndim if arr.dtype == bool else 1
+            except Exception:
+                n = 1
+            kinds.append(("a", n, it))
+    total = sum(n for _, n, _ in kinds)
+    pos, at = 0, None
+    for kind, n, it in kinds:
+        if kind == "e":
+            n = max(d.ndim - total, 0)
+        if pos <= d.axis < pos + n:
+            at = (kind, it)
+            break
+        pos += n
+    if at is None or at[0] == "e":
+        return "local"
+    if at[0] == "i":
+        plain = all(k in ("i",) for k, _, _ in kinds) and total == d.ndim
+        return "scalar" if plain else "moves"
+    if at[0] == "s":
+        try:
+            step = 1 if at[1].step is None else operator.index(at[1].step)
+        except TypeError:
+            step = 1
+        return "moves" if step < 0 else "local"
+    return "moves"
+
+
+def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
+    """Collective: the element selected by the all-integer key ``k``, from its owner.
+
+    One Allgather of a small record per rank carries both the error agreement
+    and the owner's value; a numpy scalar identical on every rank.
+    """
+    d = obj.distributor
+    dt = obj.dtype
+    rec = new_record()
+    owner = 0
+    if error is None and dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject:
+        idx = [it[2] for it in k.items]
+        owner = d.owner(idx[d.axis])
+        if d.comm.rank == owner:
+            idx[d.axis] -= d.local_start
+            rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = obj.data[tuple(idx)]
+    elif error is None:  # pragma: no cover - object or very wide dtypes
+        allgather_agreed(d.comm, None, rec)
+        return _get_int_axis(obj, k, k.src[d.axis])
+    rows = allgather_agreed(d.comm, error, rec)
+    return rows[owner, RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0]
 
 
 def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
@@ -496,8 +592,22 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         return None
     if set_rows(obj, key, value, _check_value) is not NotImplemented:
         return None
-    k = _canonical(obj, key)
-    val, dval = _as_value(obj, value)
+    moves = not _plain(key) or (
+        isinstance(value, D2O) and not value.distributor.replicated and comm.size > 1
+    )
+    if moves:  # a distributed key or value: validation is agreed before anything moves
+        error, k, val, dval = None, None, None, None
+        try:
+            k = _canonical(obj, key)
+            val, dval = _as_value(obj, value)
+            if not k.distributed:
+                _check_value(val.shape if dval is None else dval.shape, k.out_shape)
+        except Exception as exc:
+            error = exc
+        agree(comm, error)
+    else:
+        k = _canonical(obj, key)
+        val, dval = _as_value(obj, value)
     if k.distributed:
         return _set_distributed(obj, k, val, dval)
     R = k.out_shape
@@ -742,19 +852,24 @@ def _getitem(self: D2O, key: Any) -> Any:
         d = self.distributor
         if d.ndim == 1:
             n = d.global_shape[0]
-            if not -n <= key < n:
-                raise IndexError(f"index {key} is out of bounds for axis 0 with size {n}")
+            if not -n <= key < n:  # agreed like any bad key (the others wait in the Allgather)
+                return _get(self, key)
             if key < 0:
                 key += n
             comm = d.comm
             if d.replicated or comm.size == 1:
                 return self.data[key]
-            owner = d.owner(key)
-            buf = np.empty(1, dtype=self.data.dtype)
-            if comm.rank == owner:
-                buf[0] = self.data[key - d.local_start]
-            comm.Bcast(buf, owner)
-            return buf[0]
+            dt = self.data.dtype
+            if dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject:
+                # the owner's value rides on the error agreement: one small Allgather
+                owner = d.owner(key)
+                rec = new_record()
+                if comm.rank == owner:
+                    rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = self.data[
+                        key - d.local_start
+                    ]
+                rows = allgather_agreed(comm, None, rec)
+                return rows[owner, RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0]
     return _get(self, key)
 
 

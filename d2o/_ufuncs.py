@@ -23,7 +23,7 @@ import numpy as np
 
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, like, slab_distributor
-from ._errors import agreed
+from ._errors import agreed, defer
 from ._redistribution import redistribute
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
@@ -171,7 +171,10 @@ def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs
                 else:
                     break
             else:
-                return _wrap(ufunc(*local), d)
+                try:
+                    return _wrap(ufunc(*local), d)
+                except Exception as exc:  # data-dependent: only some ranks may see it
+                    return _wrap(_failed(exc, d, ufunc, local), d)
     for x in inputs + kwargs.get("out", ()):
         if hasattr(x, "__array_ufunc__") and not isinstance(x, (D2O, np.ndarray, np.generic)):
             return NotImplemented
@@ -205,15 +208,41 @@ _COMPARISONS = {
 _UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
 
 
+def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any:
+    """A numpy error of purely local work: raised at once on one process, else deferred to
+    the next collective (`d2o._errors.defer`); returns a placeholder of zeros.
+
+    Only value errors depend on the data (integer ``**`` negative, ``np.errstate``'s
+    FloatingPointError); type errors (casting rules) are the same on every rank and
+    raised at once.
+    """
+    if not isinstance(exc, (ValueError, ArithmeticError)):
+        raise exc
+    defer(d.comm, exc)
+    try:
+        dtypes = ufunc.resolve_dtypes(
+            tuple(np.asarray(x).dtype for x in local) + (None,) * ufunc.nout
+        )
+        outs = dtypes[ufunc.nin :]
+    except Exception:
+        outs = (np.result_type(*local),) * ufunc.nout
+    zeros = tuple(np.zeros(d.local_shape, dtype=dt) for dt in outs)
+    return zeros if ufunc.nout > 1 else zeros[0]
+
+
 def _binary(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> Any:
-        if isinstance(other, _SCALARS):
-            return _from_local(pyop(self.data, other), self.distributor)
-        if isinstance(other, D2O):
-            if other.distributor is self.distributor:
-                return _from_local(pyop(self.data, other.data), self.distributor)
-        elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
-            return NotImplemented
+        try:
+            if isinstance(other, _SCALARS):
+                return _from_local(pyop(self.data, other), self.distributor)
+            if isinstance(other, D2O):
+                if other.distributor is self.distributor:
+                    return _from_local(pyop(self.data, other.data), self.distributor)
+            elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
+                return NotImplemented
+        except Exception as exc:
+            local = [self.data, other.data if isinstance(other, D2O) else other]
+            return _from_local(_failed(exc, self.distributor, ufunc, local), self.distributor)
         return apply_ufunc(ufunc, "__call__", (self, other), {})
 
     return op
@@ -222,7 +251,11 @@ def _binary(ufunc: np.ufunc, pyop: Any):
 def _reflected(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> Any:
         if isinstance(other, _SCALARS):
-            return _from_local(pyop(other, self.data), self.distributor)
+            try:
+                return _from_local(pyop(other, self.data), self.distributor)
+            except Exception as exc:
+                failed = _failed(exc, self.distributor, ufunc, [other, self.data])
+                return _from_local(failed, self.distributor)
         return apply_ufunc(ufunc, "__call__", (other, self), {})
 
     return op
@@ -230,11 +263,15 @@ def _reflected(ufunc: np.ufunc, pyop: Any):
 
 def _inplace(ufunc: np.ufunc, pyop: Any):
     def op(self: D2O, other: Any) -> D2O:
-        if isinstance(other, _SCALARS):
-            self.data = pyop(self.data, other)
-            return self
-        if isinstance(other, D2O) and other.distributor is self.distributor:
-            self.data = pyop(self.data, other.data)
+        try:
+            if isinstance(other, _SCALARS):
+                self.data = pyop(self.data, other)
+                return self
+            if isinstance(other, D2O) and other.distributor is self.distributor:
+                self.data = pyop(self.data, other.data)
+                return self
+        except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
+            defer(self.distributor.comm, exc)
             return self
         apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
         return self
@@ -244,7 +281,10 @@ def _inplace(ufunc: np.ufunc, pyop: Any):
 
 def _unary(ufunc: np.ufunc):
     def op(self: D2O) -> D2O:
-        return _from_local(ufunc(self.data), self.distributor)
+        try:
+            return _from_local(ufunc(self.data), self.distributor)
+        except Exception as exc:
+            return _from_local(_failed(exc, self.distributor, ufunc, [self.data]), self.distributor)
 
     return op
 
