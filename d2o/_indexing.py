@@ -782,13 +782,17 @@ def _set_local(obj: D2O, to_key: Any, data: Any, from_key: Any) -> None:
     d = obj.distributor
     comm = d.comm
     to_key = _reassemble(comm, to_key)
-    if isinstance(data, D2O):
-        if from_key is not None:
-            data = _get_local(data, from_key)
-            data = data.data if isinstance(data, D2O) else data
-            from_key = None
-        else:
-            data = _reassemble(comm, data)
+    # ``data`` is a per-rank argument: some ranks may pass a distributed object and others
+    # not, so the ranks first agree on what was passed (one small allgather).
+    mine = data.index if isinstance(data, D2O) else None
+    passed = comm.allgather(mine) if comm.size > 1 else [mine]
+    if from_key is not None and mine is not None and len(set(passed)) == 1:
+        # every rank names the same distributed object: fetch just the selected elements
+        data = _get_local(data, from_key)
+        data = data.data if isinstance(data, D2O) else data
+        from_key = None
+    elif any(p is not None for p in passed):
+        data = _reassemble(comm, data)
     error = None
     owner = lin = np.zeros(0, dtype=np.intp)
     vals = np.zeros(0, dtype=obj.dtype)

@@ -116,3 +116,25 @@ def test_nothing_changed_after_failed_operation():
     with pytest.raises(ValueError):
         obj += _per_rank(np.ones(3), np.ones(4))
     collective_assert(np.array_equal(obj.get_full_data(), a))
+
+
+def test_local_keys_with_a_distributed_value_on_one_rank_only():
+    # each rank's data is its own argument: a distributed object on one rank, numpy elsewhere
+    obj = distributed_data_object(np.zeros(7))
+    src = distributed_data_object(np.arange(7.0) + 10)
+    data = src if comm.rank == 0 else np.arange(7.0)
+    obj.set_data(data, slice(None), local_keys=True)
+    got = obj.get_full_data()
+    # writes land in rank order: the last rank's numpy data wins everywhere
+    collective_assert(np.array_equal(got, np.arange(7.0)), got)
+    obj.set_data(src if comm.rank == BAD else np.arange(7.0), [0, 1], from_key=[2, 3],
+                 local_keys=True)  # fmt: skip
+    want = np.arange(7.0)
+    want[:2] = [12.0, 13.0]
+    collective_assert(np.array_equal(obj.get_full_data(), want), obj.get_full_data())
+
+
+def test_local_get_with_different_bad_keys():
+    obj = distributed_data_object(np.arange(7.0))
+    key = slice(0, 3, 0) if comm.rank == 0 else (0, 0, 0)
+    _raises_everywhere(ValueError, lambda: obj.get_data(key, local_keys=True))
