@@ -478,6 +478,8 @@ _from_local = distributed_data_object._from_local
 def _as_shape(shape: Any) -> tuple:
     """numpy's shape rules: an integer or a sequence of integers (``operator.index``: floats
     and strings are TypeError), none negative (ValueError)."""
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape  # the common case, without exceptions
     try:
         dims = (operator.index(shape),)
     except TypeError:

@@ -20,6 +20,7 @@ is replicated ('not').
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -136,6 +137,26 @@ def combine_partials(partial: np.ndarray, ufunc: np.ufunc, dist: Distributor) ->
 def _probe(obj: D2O) -> np.ndarray:
     """A tiny array with the global array's zero-length pattern and dtype."""
     return np.zeros(tuple(min(n, 1) for n in obj.shape), dtype=obj.dtype)
+
+
+_PROBE_DTYPES: dict = {}
+
+
+def _probe_dtype(fn: Callable, obj: D2O, **kwargs: Any) -> np.dtype:
+    """The result dtype of ``fn`` on ``obj`` (numpy's errors, from the probe); cached, so a
+    repeated call costs a dict lookup."""
+    try:
+        key = (fn, obj.dtype, obj.distributor.global_shape, tuple(kwargs.items()))
+        hit = _PROBE_DTYPES.get(key)
+    except TypeError:  # unhashable arguments
+        key, hit = None, None
+    if hit is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            hit = np.asarray(fn(_probe(obj), **kwargs)).dtype
+        if key is not None and len(_PROBE_DTYPES) < 4096:
+            _PROBE_DTYPES[key] = hit
+    return hit
 
 
 def _norm_axes(axis: Any, ndim: int) -> tuple:
@@ -280,8 +301,10 @@ def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
 
 
 def _count(obj: D2O, axis: Any) -> int:
-    axes = _norm_axes(axis, obj.ndim)
-    return int(np.prod([obj.shape[a] for a in axes], dtype=np.int64))
+    shape = obj.distributor.global_shape
+    if axis is None:
+        return obj.distributor.size
+    return math.prod(shape[a] for a in _norm_axes(axis, len(shape)))
 
 
 def mean(
@@ -290,14 +313,14 @@ def mean(
     """Collective: the arithmetic mean (numpy's dtypes: float64 for integer input)."""
     sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
     total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
-    with warnings.catch_warnings():  # after the (agreed) sum: the arguments are valid
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rdt = np.mean(_probe(obj), axis=axis, dtype=dtype).dtype
+    rdt = _probe_dtype(np.mean, obj, axis=axis, dtype=dtype)  # after the agreed sum: valid
     n = _count(obj, axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if n == 0:
-            warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+    if n:
         res = total / n
+    else:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = total / n
     return res.astype(rdt, copy=False) if isinstance(res, D2O) else rdt.type(res)
 
 
@@ -307,9 +330,7 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
     error, rdt = None, None
     rec = new_record()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rdt = np.var(_probe(obj), dtype=dtype, ddof=ddof).dtype
+        rdt = _probe_dtype(np.var, obj, dtype=dtype, ddof=ddof)
         cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
         acc = np.complex128 if cplx else np.float64
         x = obj.data
@@ -403,6 +424,13 @@ def std(
     return np.sqrt(var(obj, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
 
+def _stride(shape: tuple, ax: int) -> int:
+    out = 1
+    for n in shape[ax + 1 :]:
+        out *= n
+    return out
+
+
 def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
     """This rank's candidates: global indices, values and the reduced axis."""
     d = obj.distributor
@@ -411,10 +439,16 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
         data = data.reshape(-1)
         if data.size:
             li = int(fn(data))
-            multi = list(np.unravel_index(li, obj.data.shape))
-            multi[d.axis] += d.local_start
-            gi = np.array([np.ravel_multi_index(multi, d.global_shape)], dtype=np.int64)
-            return gi, data[li : li + 1], 0
+            gi = 0  # the local flat index, unravelled and re-ravelled globally (C order)
+            rest = li
+            for ax in range(d.ndim - 1, -1, -1):
+                n_loc = obj.data.shape[ax]
+                i = rest % n_loc
+                rest //= n_loc
+                if ax == d.axis:
+                    i += d.local_start
+                gi += i * _stride(d.global_shape, ax)
+            return np.array([gi], dtype=np.int64), data[li : li + 1], 0
         return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
     ax = axes[0]
     if data.shape[ax]:
@@ -433,7 +467,7 @@ def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
     rec = new_record()
     h, isz = RECORD_HEADER, obj.dtype.itemsize
     try:
-        fn(_probe(obj), axis=None, keepdims=keepdims)
+        _probe_dtype(fn, obj, axis=None, keepdims=keepdims)
         gi, val, _ = _arg_local(obj, fn, None, ())
         rec[h : h + 8] = gi.view(np.uint8)
         rec[h + 8 : h + 8 + isz] = np.ascontiguousarray(val).view(np.uint8)
@@ -443,6 +477,30 @@ def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
     idxs = np.ascontiguousarray(rows[:, h : h + 8]).view(np.int64)
     vals = np.ascontiguousarray(rows[:, h + 8 : h + 8 + isz]).view(obj.dtype)
     return vals, idxs
+
+
+def _best_scalar(name: str, vals: np.ndarray, idxs: np.ndarray, lengths: list) -> int:
+    """The winning global index among the ranks' candidates, numpy's rules: the first NaN
+    wins, ties go to the lowest index (rank order is not index order for every axis)."""
+    best_v = best_i = None
+    argmax = name == "argmax"
+    for r, n in enumerate(lengths):
+        if not n:
+            continue
+        v, i = vals[r], int(idxs[r])
+        if best_v is None:
+            best_v, best_i = v, i
+            continue
+        vnan, bnan = v != v, best_v != best_v
+        if bnan:
+            better = vnan and i < best_i
+        elif vnan:
+            better = True
+        else:
+            better = (v > best_v if argmax else v < best_v) or (v == best_v and i < best_i)
+        if better:
+            best_v, best_i = v, i
+    return best_i
 
 
 def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
@@ -475,6 +533,8 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
         gi, val, ax = _arg_local(obj, fn, axis, axes)
         vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
     lengths = d.lengths()
+    if axis is None and not keepdims:  # one candidate per rank: compare numpy scalars
+        return np.intp(_best_scalar(name, vals.reshape(-1), idxs.reshape(-1), lengths))
     best_v, best_i = None, None
     for r in range(d.comm.size):
         if lengths[r] == 0:
