@@ -88,6 +88,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         hermitian: bool = False,
         **kwargs: Any,
     ) -> None:
+        if "alias" in kwargs:  # the original D2O: read HDF5 dataset ``alias`` of file ``path``
+            self._from_file(kwargs, distribution_strategy, axis, comm, dtype, hermitian)
+            return
         c = as_comm(comm)
         error, meta, piece = None, None, None
         strategy = distribution_strategy
@@ -106,7 +109,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
                     f"unknown distribution_strategy {strategy!r}; "
                     f"choose one of {', '.join(STRATEGIES)}"
                 )
-            if strategy == "freeform":
+            local = local_data is not None or local_shape is not None
+            if strategy == "freeform" and (local or global_data is None and global_shape is None):
                 piece, meta = self._parse_local(local_data, local_shape, global_data, dtype, copy)
             else:
                 meta = self._parse_global(global_data, global_shape, dtype, strategy)
@@ -119,7 +123,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             metas = agree_gather(c, error, meta)
         elif error is not None:
             raise error
-        if strategy == "freeform":
+        if piece is not None:
             dist = _freeform_distributor(c, piece, meta, axis, metas)
             self.data = piece
         else:
@@ -136,6 +140,26 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         self.index = _register(self)
 
     # -- construction helpers ------------------------------------------------
+    #: Set by d2o.io: ``from_hdf5(path, dataset, distribution_strategy=, axis=, comm=)``.
+    _hdf5_reader: Any = None
+
+    def _from_file(self, kwargs, strategy, axis, comm, dtype, hermitian) -> None:
+        alias = kwargs.pop("alias")
+        path = kwargs.pop("path", None)
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
+        src = type(self)._hdf5_reader(
+            alias if path is None else path,
+            alias,
+            distribution_strategy=strategy or _config.default_strategy(),
+            axis=axis,
+            comm=comm,
+        )
+        self.data = src.data if dtype is None else src.data.astype(dtype)
+        self.distributor = src.distributor
+        self.hermitian = bool(hermitian)
+        self.index = _register(self)
+
     @staticmethod
     def _parse_global(global_data, global_shape, dtype, strategy) -> tuple:
         if global_data is not None:
@@ -367,11 +391,10 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
         ax = (d.axis or 0) if axis is None else axis
         with agreed(d.comm):
-            if strategy == "freeform":
-                if d.replicated or (axis is not None and _normalize_axis(ax, d.ndim) != d.axis):
-                    raise ValueError("cannot choose 'freeform' piece lengths here; use 'equal'")
-                return d
             ax = _axis_or_zero(ax, d.ndim)
+            if strategy == "freeform" and not d.replicated and ax == d.axis:
+                # the same pieces, labelled 'freeform'
+                return slab_distributor(d.global_shape, d.comm, ax, d.offsets, "freeform")
             return get_distributor(strategy, d.global_shape, d.comm, ax)
 
     def redistribute(self, axis: int) -> distributed_data_object:
@@ -410,7 +433,9 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             return _from_local(np.empty(self.data.shape, dtype=dt), d)
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
         if strategy == "freeform" and local_shape is None and global_shape is None:
-            local_shape = self.data.shape
+            if not d.replicated:  # keep the pieces
+                target = slab_distributor(d.global_shape, d.comm, d.axis, d.offsets, "freeform")
+                return _from_local(np.empty(d.local_shape, dtype=dt), target)
         kwargs.setdefault("comm", d.comm)
         if d.axis is not None:
             kwargs.setdefault("axis", d.axis)
@@ -418,8 +443,6 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             return distributed_data_object(
                 local_shape=local_shape, dtype=dt, distribution_strategy="freeform", **kwargs
             )
-        if strategy == "freeform":
-            strategy = "equal"
         return distributed_data_object(
             global_shape=self.shape if global_shape is None else global_shape,
             dtype=dt,

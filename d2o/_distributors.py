@@ -20,6 +20,7 @@ talk to this interface.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -158,7 +159,7 @@ class SlabDistributor(Distributor):
 
     def owner(self, index: int) -> int:
         """The rank holding global position ``index`` along the distributed axis."""
-        return int(np.searchsorted(self.offsets, index, side="right")) - 1
+        return bisect_right(self.offsets, index) - 1
 
 
 STRATEGIES = ("not", "equal", "fftw", "freeform")
@@ -221,10 +222,11 @@ def get_distributor(
     if strategy == "not" or not global_shape:
         d = ReplicatedDistributor(global_shape, comm, strategy)
     else:
-        if strategy == "freeform":
-            raise ValueError("'freeform' is a local-type strategy: build it with local data")
+        # 'freeform' without local pieces (global data, another layout) takes the 'equal'
+        # lengths, labelled 'freeform' (the original D2O's behaviour)
         ax = _normalize_axis(axis, len(global_shape))
-        lengths = _LENGTH_RULES[strategy](global_shape[ax], comm.size)
+        rule = _LENGTH_RULES["equal" if strategy == "freeform" else strategy]
+        lengths = rule(global_shape[ax], comm.size)
         offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
         d = slab_distributor(global_shape, comm, ax, offsets, strategy)
     return _remember(key, d)

@@ -40,7 +40,7 @@ def offsets_array(d: Distributor) -> np.ndarray:
     return d.offsets_array
 
 
-def _row_key(obj: D2O, key: Any) -> np.ndarray | None:
+def row_key(obj: D2O, key: Any) -> np.ndarray | None:
     """The normalised 1-d integer key when ``key`` is one for axis 0 of ``obj``."""
     if obj.distributor.axis != 0:
         return None
@@ -106,9 +106,11 @@ def _sorted(a: np.ndarray) -> bool:
     return a.size < 2 or bool((a[1:] >= a[:-1]).all())
 
 
-def get_rows(obj: D2O, key: Any) -> Any:
-    """``obj[key]`` for a 1-d integer key along the distributed axis 0."""
-    A = _row_key(obj, key)
+def get_rows(obj: D2O, key: Any, A: np.ndarray | None = None) -> Any:
+    """``obj[key]`` for a 1-d integer key along the distributed axis 0 (``A``: the key
+    already normalised by `row_key`)."""
+    if A is None:
+        A = row_key(obj, key)
     if A is None:
         return NotImplemented
     d = obj.distributor
@@ -208,7 +210,7 @@ def set_rows(obj: D2O, key: Any, value: Any, check_value) -> Any:
     a value that is not distributed: every rank writes the rows it owns."""
     if isinstance(value, D2O):
         return NotImplemented
-    A = _row_key(obj, key)
+    A = row_key(obj, key)
     if A is None:
         return NotImplemented
     d = obj.distributor

@@ -54,7 +54,7 @@ from ._errors import (
     check_gather,
     new_record,
 )
-from ._fancy import get_rows, offsets_array, set_rows
+from ._fancy import get_rows, offsets_array, row_key, set_rows
 from ._keys import (
     Key,
     broadcast_index_shapes,
@@ -184,17 +184,21 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
     if kind == "local":  # no communication: numpy's errors where they arise
         k = _canonical(obj, key)
     else:  # validation errors are agreed before anything moves
-        k, error = None, None
+        k, rows, error = None, None, None
         try:
-            k = _canonical(obj, key)
+            rows = row_key(obj, key) if kind == "moves" else None  # the fancy fast path's key
+            if rows is None:
+                k = _canonical(obj, key)
         except Exception as exc:
             error = exc
         if kind == "scalar":  # the value rides on the agreement's collective
             return _owner_scalar(obj, k, error)
         allgather_agreed(d.comm, error, new_record())
-    res = get_rows(obj, key)
-    if res is not NotImplemented:
-        return res
+        if rows is not None:
+            res = get_rows(obj, key, rows)
+            if res is not NotImplemented:
+                return res
+            k = _canonical(obj, key)
     if k.distributed:
         return _get_distributed(obj, k)
     if d.replicated:
@@ -236,12 +240,7 @@ def _key_class(key: Any, d: Distributor) -> str:
         elif isinstance(it, D2O):
             return "moves"
         else:
-            try:
-                arr = np.asarray(it)
-                n = arr.ndim if arr.dtype == bool else 1
-            except Exception:
-                n = 1
-            kinds.append(("a", n, it))
+            kinds.append(("a", _mask_ndim(it), it))
     total = sum(n for _, n, _ in kinds)
     pos, at = 0, None
     for kind, n, it in kinds:
@@ -263,6 +262,24 @@ def _key_class(key: Any, d: Distributor) -> str:
             step = 1
         return "moves" if step < 0 else "local"
     return "moves"
+
+
+def _mask_ndim(item: Any) -> int:
+    """The dimensions an array-like key item consumes: a boolean mask its ndim, else 1."""
+    if isinstance(item, np.ndarray):
+        return item.ndim if item.dtype == bool else 1
+    depth, x = 0, item
+    while isinstance(x, (list, tuple)) and x:
+        depth, x = depth + 1, x[0]
+    if isinstance(x, (bool, np.bool_)):
+        return depth
+    if depth == 0 and not isinstance(x, (list, tuple)):
+        try:
+            arr = np.asarray(item)
+            return arr.ndim if arr.dtype == bool else 1
+        except Exception:
+            return 1
+    return 1
 
 
 def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
@@ -612,6 +629,8 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         return _set_distributed(obj, k, val, dval)
     R = k.out_shape
     _check_value(val.shape if dval is None else dval.shape, R)
+    if 0 in R:  # an empty selection: nothing to write (R is global: every rank returns here)
+        return None
     if d.replicated:
         if dval is not None:
             vd = dval.distributor

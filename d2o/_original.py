@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _reductions  # noqa: F401  (installs ravel; flatten below replaces its alias)
 from ._d2o import distributed_data_object as D2O
 from ._distributors import _normalize_axis, get_distributor
 from ._errors import agreed
@@ -205,7 +206,39 @@ def _reduced(shape: tuple, axis: int, keepdims: bool) -> tuple:
     return tuple(n for i, n in enumerate(shape) if i != axis)
 
 
+def apply_generator(self: D2O, generator: Callable, copy: bool = False) -> None:
+    """Fill this rank's piece with ``generator(local_shape)``; local (the original D2O's
+    way to draw random fields piece by piece)."""
+    self.set_local_data(generator(self.data.shape), copy=copy)
+
+
+def equal(self: D2O, other: Any) -> bool:
+    """Collective: True when ``other`` has this shape and every element is equal (the
+    original D2O's ``equal``); identical on every rank."""
+    if not isinstance(other, D2O) and np.shape(other) != self.shape:
+        return False
+    if isinstance(other, D2O) and other.shape != self.shape:
+        return False
+    return bool((self == other).all())
+
+
+def flatten(self: D2O, inplace: bool = False) -> D2O:
+    """The flattened array (C order), a copy; ``inplace`` reshapes this array instead.
+
+    Local when the array is split along axis 0; otherwise one redistribution.
+    """
+    flat = self.ravel()
+    if inplace:
+        self.data = flat.data
+        self.distributor = flat.distributor
+        return self
+    return flat.copy() if np.may_share_memory(flat.data, self.data) else flat
+
+
 def _install() -> None:
+    D2O.apply_generator = apply_generator
+    D2O.equal = equal
+    D2O.flatten = flatten
     D2O.apply_scalar_function = apply_scalar_function
     D2O.argmax_nonflat = _nonflat("argmax")
     D2O.argmin_nonflat = _nonflat("argmin")

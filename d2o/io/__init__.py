@@ -19,9 +19,12 @@ __all__ = ["save", "load", "from_hdf5", "to_hdf5", "from_zarr", "to_zarr"]
 
 
 def _install() -> None:
-    def _save(self, path, overwrite=False):
-        """Collective: write to a ``.npy`` file (see `d2o.save`)."""
-        return save(path, self, overwrite=overwrite)
+    def _save(self, alias, path=None, overwrite=False, overwriting=False):
+        """Collective: write to the ``.npy`` file ``alias`` (see `d2o.save`), or, as the
+        original D2O did, as HDF5 dataset ``alias`` of the file ``path``."""
+        if path is not None:
+            return to_hdf5(self, path, alias, overwrite=overwrite or overwriting)
+        return save(alias, self, overwrite=overwrite or overwriting)
 
     def _to_hdf5(self, path, dataset, **kwargs):
         """Collective: write as an HDF5 dataset (see `d2o.to_hdf5`)."""
@@ -32,6 +35,7 @@ def _install() -> None:
         return to_zarr(self, path, **kwargs)
 
     _D2O.save = _save
+    _D2O._hdf5_reader = staticmethod(from_hdf5)
     _D2O.to_hdf5 = _to_hdf5
     _D2O.to_zarr = _to_zarr
 
