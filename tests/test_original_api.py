@@ -119,3 +119,13 @@ def test_median_bad_input_everywhere():
     assert_raises_everywhere(np.exceptions.AxisError, x.median, axis=2)
     z = distributed_data_object(np.arange(3) + 1j)
     assert_raises_everywhere(TypeError, z.median)
+
+
+def test_median_axis_bad_on_one_rank_only(comm):
+    from d2o.testing import assert_raises_everywhere
+
+    x = distributed_data_object(np.arange(12.0).reshape(3, 4))
+    with d2o.options(check_args=False):  # the agreement itself, not the checked mode
+        bad = 5 if comm.rank == comm.size - 1 else 0
+        assert_raises_everywhere(np.exceptions.AxisError, x.median, axis=bad)
+    assert_equal_to_numpy(x.median(axis=0), np.median(np.arange(12.0).reshape(3, 4), axis=0))
