@@ -59,7 +59,11 @@ def apply_scalar_function(
 
 
 def _nonflat(name: str) -> Callable:
-    def method(self: D2O) -> tuple:
+    def method(self: D2O, axis: Any = None) -> tuple:
+        if axis is not None:
+            raise NotImplementedError(
+                f"{name}_nonflat over an axis is not defined; use {name}(axis=...)"
+            )
         flat = getattr(self, name)()
         return tuple(int(i) for i in np.unravel_index(flat, self.shape))
 
@@ -177,33 +181,46 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
             raise TypeError("out= is not supported for distributed arrays")
         if obj.dtype.kind not in "biuf":
             raise TypeError(f"median of dtype {obj.dtype} is not supported for distributed arrays")
-        axes = None if axis is None else _normalize_axis(axis, obj.ndim)
-    if axes is None:
+        if axis is None:
+            axes = tuple(range(obj.ndim))
+        else:
+            raw = axis if isinstance(axis, tuple) else (axis,)
+            axes = tuple(sorted({_normalize_axis(x, obj.ndim) for x in raw}))
+            if len(axes) != len(raw):
+                raise ValueError("duplicate value in 'axis'")
+    if len(axes) == obj.ndim:  # every axis: one order statistic of all elements
         res = _median_all(obj)
         if keepdims:
             full = np.full((1,) * obj.ndim, res)
             return _from_local(full, get_distributor("not", full.shape, d.comm))
         return res
     data, lay = obj.data, d
-    if not d.replicated and d.axis == axes and d.comm.size > 1:
-        other = next((i for i in range(obj.ndim) if i != axes), None)
-        if other is None:
-            return median(obj, None, keepdims=keepdims)
+    if not d.replicated and d.axis in axes and d.comm.size > 1:
+        # make the reduced axes whole on every rank: split a kept axis instead (one exchange)
+        other = next(i for i in range(obj.ndim) if i not in axes)
         lay = get_distributor("equal", obj.shape, d.comm, other)
         data = redistribute(obj.data, d, lay)
-    res = np.median(data, axis=axes, keepdims=keepdims)
+    if any(n == 0 for i, n in enumerate(data.shape) if i not in axes):
+        # an empty local result (numpy cannot reshape such a piece): just its shape and dtype
+        rdt = np.median(np.zeros((1,) * obj.ndim, dtype=obj.dtype), axis=axes).dtype
+        res = np.empty(_reduced(data.shape, axes, keepdims), dtype=rdt)
+    else:
+        res = np.median(data, axis=axes, keepdims=keepdims)
+    shape = _reduced(obj.shape, axes, keepdims)
     if lay.replicated:
-        return _from_local(res, get_distributor("not", res.shape, d.comm))
-    ax = lay.axis if keepdims or lay.axis < axes else lay.axis - 1
+        return _from_local(res, get_distributor("not", shape, d.comm))
+    if lay.axis in axes:  # one rank: the split axis was reduced in place
+        return _from_local(res, get_distributor("equal", shape, d.comm, 0))
+    ax = lay.axis if keepdims else lay.axis - sum(a < lay.axis for a in axes)
     from ._distributors import like
 
-    return _from_local(res, like(lay, _reduced(obj.shape, axes, keepdims), axis=ax))
+    return _from_local(res, like(lay, shape, axis=ax))
 
 
-def _reduced(shape: tuple, axis: int, keepdims: bool) -> tuple:
+def _reduced(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
     if keepdims:
-        return tuple(1 if i == axis else n for i, n in enumerate(shape))
-    return tuple(n for i, n in enumerate(shape) if i != axis)
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 def apply_generator(self: D2O, generator: Callable, copy: bool = False) -> None:

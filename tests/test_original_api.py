@@ -30,6 +30,16 @@ def test_apply_scalar_function():
     collective_assert(not distributed_data_object(a).hermitian)
 
 
+def test_median_over_axis_tuples_3d():
+    a = sample((4, 3, 5), "int64")
+    for strategy, axis in layouts(3):
+        x = make(a, strategy, axis)
+        for ax in ((0, 1), (1, 2), (0, 2), (2,), (0, 1, 2)):
+            for kd in (False, True):
+                assert_equal_to_numpy(np.median(x, axis=ax, keepdims=kd),
+                                      np.median(a, axis=ax, keepdims=kd))  # fmt: skip
+
+
 @pytest.mark.parametrize("shape", [(1,), (7,), (3, 4), (2, 3, 4)])
 def test_arg_nonflat(shape):
     a = sample(shape, "float64")
@@ -38,6 +48,8 @@ def test_arg_nonflat(shape):
         got = x.argmax_nonflat(), x.argmin_nonflat()
         want = np.unravel_index(a.argmax(), shape), np.unravel_index(a.argmin(), shape)
         collective_assert(got == tuple(tuple(int(i) for i in w) for w in want), (got, want))
+        with pytest.raises(NotImplementedError):
+            x.argmax_nonflat(axis=0)
 
 
 def test_isreal_iscomplex_nan_to_num():
@@ -95,7 +107,7 @@ def test_median_along_axes_and_keepdims():
     a = sample((5, 6), "float64")
     for strategy, axis in layouts(2):
         x = make(a, strategy, axis)
-        for ax in (None, 0, 1, -1):
+        for ax in (None, 0, 1, -1, (0,), (0, 1)):
             assert_equal_to_numpy(x.median(axis=ax), np.median(a, axis=ax))
             assert_equal_to_numpy(np.median(x, axis=ax, keepdims=True),
                                   np.median(a, axis=ax, keepdims=True))  # fmt: skip
