@@ -60,6 +60,8 @@ def apply_scalar_function(
 
 def _nonflat(name: str) -> Callable:
     def method(self: D2O, axis: Any = None) -> tuple:
+        if axis is not None and self.size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
         if axis is not None:
             raise NotImplementedError(
                 f"{name}_nonflat over an axis is not defined; use {name}(axis=...)"

@@ -64,4 +64,7 @@ def test_hdf5_alias_and_path(shared_dir):
     y = distributed_data_object(alias="field", path=path, distribution_strategy="fftw")
     assert_equal_to_numpy(y, a)
     assert_layout(y, axis=0, strategy="fftw")
-    x.save("field", path=path, overwriting=True)
+    x.save("field", path=path)  # the original API replaces the dataset by default
+    from d2o.testing import assert_raises_everywhere
+
+    assert_raises_everywhere(ValueError, x.save, "field", path=path, overwriteQ=False)

@@ -19,12 +19,18 @@ __all__ = ["save", "load", "from_hdf5", "to_hdf5", "from_zarr", "to_zarr"]
 
 
 def _install() -> None:
-    def _save(self, alias, path=None, overwrite=False, overwriting=False):
-        """Collective: write to the ``.npy`` file ``alias`` (see `d2o.save`), or, as the
-        original D2O did, as HDF5 dataset ``alias`` of the file ``path``."""
-        if path is not None:
-            return to_hdf5(self, path, alias, overwrite=overwrite or overwriting)
-        return save(alias, self, overwrite=overwrite or overwriting)
+    def _save(self, alias, path=None, overwrite=None, overwriting=None, overwriteQ=None):
+        """Collective: write to the ``.npy`` file ``alias`` (see `d2o.save`; existing files
+        are kept unless ``overwrite``), or, as the original D2O did, as HDF5 dataset
+        ``alias`` of the file ``path`` (replaced unless ``overwriteQ=False``, then an
+        existing dataset is a ValueError)."""
+        flags = [f for f in (overwrite, overwriting, overwriteQ) if f is not None]
+        if path is None:
+            return save(alias, self, overwrite=any(flags))
+        try:
+            return to_hdf5(self, path, alias, overwrite=all(flags))
+        except FileExistsError as exc:  # agreed on every rank; the original API's type
+            raise ValueError(str(exc)) from None
 
     def _to_hdf5(self, path, dataset, **kwargs):
         """Collective: write as an HDF5 dataset (see `d2o.to_hdf5`)."""
