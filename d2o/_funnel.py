@@ -28,7 +28,7 @@ from typing import Any
 
 from . import _config, _trace
 
-__all__ = ["register", "register_functions", "activate", "deactivate", "operations"]
+__all__ = ["register", "register_functions", "activate", "deactivate", "check_arguments"]
 
 # (owner, attribute, record name, namer) for every public operation; owner is a class or
 # a module name (resolved when activating, so registering never imports anything).
@@ -50,11 +50,6 @@ def register_functions(module_name: str, names: list, prefix: str = "") -> None:
     """Declare the functions ``names`` of module ``module_name`` public operations."""
     for n in names:
         _OPS.append((module_name, n, prefix + n, None))
-
-
-def operations() -> list[str]:
-    """The names of all registered public operations."""
-    return sorted({name for _, _, name, _ in _OPS})
 
 
 #: 1 while a registered operation runs (its inner calls are not wrapped again).

@@ -67,16 +67,6 @@ class Record:
         self.temp_bytes = 0
         self.gathers = 0
 
-    def as_tuple(self) -> tuple:
-        return (
-            self.op,
-            self.collectives,
-            self.bytes_sent,
-            self.bytes_received,
-            self.max_group,
-            self.temp_bytes,
-        )
-
     def __repr__(self) -> str:
         return (
             f"Record(op={self.op!r}, collectives={self.collectives}, "
