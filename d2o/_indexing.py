@@ -282,27 +282,36 @@ def _mask_ndim(item: Any) -> int:
     return 1
 
 
-def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
-    """Collective: the element selected by the all-integer key ``k``, from its owner.
+def _packable(dt: np.dtype) -> bool:
+    return dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject
 
-    One Allgather of a small record per rank carries both the error agreement
-    and the owner's value; a numpy scalar identical on every rank.
+
+def _from_owner(obj: D2O, owner: int, local_index: Any, error: BaseException | None) -> Any:
+    """Collective: element ``local_index`` of rank ``owner``'s piece, on every rank.
+
+    One Allgather of a small record per rank carries both the error agreement and
+    the owner's value (`_errors.allgather_agreed`); a numpy scalar identical everywhere.
     """
-    d = obj.distributor
     dt = obj.dtype
     rec = new_record()
-    owner = 0
-    if error is None and dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject:
-        idx = [it[2] for it in k.items]
-        owner = d.owner(idx[d.axis])
-        if d.comm.rank == owner:
-            idx[d.axis] -= d.local_start
-            rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = obj.data[tuple(idx)]
-    elif error is None:  # pragma: no cover - object or very wide dtypes
-        allgather_agreed(d.comm, None, rec)
-        return _get_int_axis(obj, k, k.src[d.axis])
-    rows = allgather_agreed(d.comm, error, rec)
+    if error is None and obj.distributor.comm.rank == owner:
+        rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = obj.data[local_index]
+    rows = allgather_agreed(obj.distributor.comm, error, rec)
     return rows[owner, RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0]
+
+
+def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
+    """Collective: the element selected by the all-integer key ``k``, from its owner."""
+    d = obj.distributor
+    if error is None and not _packable(obj.dtype):  # pragma: no cover - object or wide dtypes
+        allgather_agreed(d.comm, None, new_record())
+        return _get_int_axis(obj, k, k.src[d.axis])
+    if error is not None:
+        return _from_owner(obj, 0, None, error)  # raises on every rank
+    idx = [it[2] for it in k.items]
+    owner = d.owner(idx[d.axis])
+    idx[d.axis] -= d.local_start
+    return _from_owner(obj, owner, tuple(idx), None)
 
 
 def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
@@ -882,17 +891,9 @@ def _getitem(self: D2O, key: Any) -> Any:
             comm = d.comm
             if d.replicated or comm.size == 1:
                 return self.data[key]
-            dt = self.data.dtype
-            if dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject:
-                # the owner's value rides on the error agreement: one small Allgather
+            if _packable(self.data.dtype):  # the value rides on the error agreement
                 owner = d.owner(key)
-                rec = new_record()
-                if comm.rank == owner:
-                    rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = self.data[
-                        key - d.local_start
-                    ]
-                rows = allgather_agreed(comm, None, rec)
-                return rows[owner, RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0]
+                return _from_owner(self, owner, key - d.local_start, None)
     return _get(self, key)
 
 
