@@ -121,30 +121,41 @@ def _value(key: int, kind: str) -> float:
     return float(np.array([k], dtype=np.uint64).view(np.int64)[0])
 
 
-def _select(keys: np.ndarray, k: int, comm) -> int:
+def _select(keys: np.ndarray, k: int, comm) -> tuple:
     """Collective: the k-th smallest (0-based) of the keys of all ranks.
 
-    Eight passes over the bytes of the keys, most significant first; each
+    ``keys`` is ``(n,)`` or ``(n, words)`` of uint64, compared lexicographically
+    by word.  Eight passes per word over its bytes, most significant first; each
     pass counts the candidates per byte value (one Allreduce of 256 counts).
+    Returns the selected key as a tuple of words.
     """
-    prefix = np.uint64(0)
-    mask = np.uint64(0)
-    cand = keys
-    for shift in range(56, -8, -8):
-        s = np.uint64(shift)
-        counts = np.bincount(((cand >> s) & np.uint64(0xFF)).astype(np.intp), minlength=256)
-        total = comm.Allreduce(counts.astype(np.int64), "sum")
-        cum = np.cumsum(total)
-        byte = int(np.searchsorted(cum, k, side="right"))
-        k -= int(cum[byte - 1]) if byte else 0
-        prefix |= np.uint64(byte) << s
-        mask |= np.uint64(0xFF) << s
-        cand = cand[(cand & mask) == prefix]
-    return int(prefix)
+    cand = keys[:, None] if keys.ndim == 1 else keys
+    words = []
+    for w in range(cand.shape[1]):
+        prefix = np.uint64(0)
+        mask = np.uint64(0)
+        for shift in range(56, -8, -8):
+            s = np.uint64(shift)
+            col = cand[:, w]
+            counts = np.bincount(((col >> s) & np.uint64(0xFF)).astype(np.intp), minlength=256)
+            total = comm.Allreduce(counts.astype(np.int64), "sum")
+            cum = np.cumsum(total)
+            byte = int(np.searchsorted(cum, k, side="right"))
+            k -= int(cum[byte - 1]) if byte else 0
+            prefix |= np.uint64(byte) << s
+            mask |= np.uint64(0xFF) << s
+            cand = cand[(cand[:, w] & mask) == prefix]
+        words.append(int(prefix))
+    return tuple(words)
 
 
 def _median_all(obj: D2O) -> Any:
-    """Collective: the median of every element, without gathering (real dtypes)."""
+    """Collective: the median of every element, without gathering.
+
+    Complex values order lexicographically (real, then imaginary part) with NaNs
+    last, as numpy sorts them; with a NaN present the median is the last element
+    in that order, as numpy's partition-based median returns it.
+    """
     d = obj.distributor
     comm = d.comm
     data = obj.data.reshape(-1)
@@ -156,11 +167,29 @@ def _median_all(obj: D2O) -> Any:
         return rdt.type(np.nan)
     if d.replicated or comm.size == 1:
         return rdt.type(np.median(data))
+    if kind == "c":
+        z = data.astype(np.complex128)
+        re = np.where(np.isnan(z.real), np.nan, z.real)  # one NaN bit pattern: it sorts last
+        im = np.where(np.isnan(z.imag), np.nan, z.imag)
+        has_nan = bool(np.isnan(obj).any())
+        words = [_keys(re), _keys(im)]
+        if has_nan:  # numpy puts R+nanj, then nan+Rj, then nan+nanj after every number
+            cls = np.isnan(re).astype(np.uint64) * np.uint64(2) + np.isnan(im).astype(np.uint64)
+            words.insert(0, cls)
+        keys = np.stack(words, axis=1)
+        ks = [n - 1] if has_nan else sorted({(n - 1) // 2, n // 2})
+        vals = []
+        for k in ks:
+            wr, wi = _select(keys, k, comm)[-2:]
+            vals.append(complex(_value(wr, "f"), _value(wi, "f")))
+        if len(vals) == 1:
+            return rdt.type(vals[0])
+        return rdt.type(np.mean(np.array(vals, dtype=rdt)))
     if kind == "f" and bool(np.isnan(obj).any()):
         return rdt.type(np.nan)
     keys = _keys(data if kind != "b" else data.astype(np.int64))
-    lo = _select(keys, (n - 1) // 2, comm)
-    hi = lo if n % 2 else _select(keys, n // 2, comm)
+    (lo,) = _select(keys, (n - 1) // 2, comm)
+    (hi,) = (lo,) if n % 2 else _select(keys, n // 2, comm)
     vk = "u" if kind == "u" else ("f" if kind == "f" else "i")
     a, b = _value(lo, vk), _value(hi, vk)
     return rdt.type(np.mean(np.array([a, b], dtype=np.float64)) if a != b else a)
@@ -181,7 +210,7 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
     with agreed(d.comm):
         if out is not None:
             raise TypeError("out= is not supported for distributed arrays")
-        if obj.dtype.kind not in "biuf":
+        if obj.dtype.kind not in "biufc":
             raise TypeError(f"median of dtype {obj.dtype} is not supported for distributed arrays")
         if axis is None:
             axes = tuple(range(obj.ndim))
