@@ -204,12 +204,23 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
     numpy scalar identical on every rank.  Along an axis that is whole on every
     rank: numpy on the local piece.  Along the split axis: one redistribution
     so that the axis is whole, then numpy (the result keeps a split axis).
+    Complex values order as numpy sorts them.  ``out`` (a distributed array)
+    receives the result by one assignment, as ``out[...] = result``.
     """
+    res = _median(a, axis, out, keepdims)
+    if out is None:
+        return res
+    out[...] = res  # numpy's casting and shape rules; a redistribution if layouts differ
+    return out
+
+
+def _median(a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
+    """The median (see `median`); ``out`` only validated here."""
     obj = a
     d = obj.distributor
     with agreed(d.comm):
-        if out is not None:
-            raise TypeError("out= is not supported for distributed arrays")
+        if out is not None and not isinstance(out, D2O):
+            raise TypeError("out= of a distributed median must be a distributed_data_object")
         if obj.dtype.kind not in "biufc":
             raise TypeError(f"median of dtype {obj.dtype} is not supported for distributed arrays")
         if axis is None:
@@ -293,7 +304,9 @@ def _install() -> None:
     D2O.isreal = isreal
     D2O.iscomplex = iscomplex
     D2O.nan_to_num = nan_to_num
-    D2O.median = lambda self, axis=None, keepdims=False: median(self, axis, keepdims=keepdims)
+    D2O.median = lambda self, axis=None, out=None, keepdims=False: median(
+        self, axis, out, keepdims=keepdims
+    )
 
 
 _install()

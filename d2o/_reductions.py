@@ -180,6 +180,29 @@ def _wrap_result(res: Any, d: Distributor) -> Any:
     return _from_local(res, d)
 
 
+def store(res: Any, out: Any) -> Any:
+    """numpy's ``out=``: ``res`` written into the distributed array ``out`` (its layout kept,
+    one redistribution if the layouts differ); returns ``out`` (``res`` when out is None).
+
+    numpy's rules: ``out`` must have the result's shape, and the result must cast to
+    its dtype under ``'same_kind'``; the errors are raised before anything is written.
+    """
+    if out is None:
+        return res
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, D2O):
+        raise TypeError(f"out must be a distributed_data_object, not {type(out).__name__}")
+    shape, dtype = (
+        (res.shape, res.dtype) if isinstance(res, D2O) else (np.shape(res), np.asarray(res).dtype)
+    )
+    if out.shape != shape:
+        raise ValueError(f"output parameter has shape {out.shape}, the result has {shape}")
+    np.copyto(np.empty((), out.dtype), np.zeros((), dtype), casting="same_kind")
+    out[...] = res
+    return out
+
+
 def reduce(
     obj: D2O,
     name: str,
@@ -199,12 +222,12 @@ def reduce(
             if (d.replicated or d.comm.size == 1) and type(obj.data) is np.ndarray:
                 res = uf.reduce(obj.data, axis=None)
                 return res if isinstance(res, np.generic) else np.asarray(res)[()]
+    if out is not None:
+        return store(reduce(obj, name, axis, dtype, None, keepdims, **kwargs), out)
     fn, combine, fill, takes_dtype = REDUCTIONS[name]
     if takes_dtype and dtype is not None:
         kwargs["dtype"] = dtype
     d = obj.distributor
-    if out is not None:
-        raise TypeError("out= is not supported for reductions of distributed arrays")
     if dtype is not None and not takes_dtype:
         raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
     if d.replicated or d.comm.size == 1:
@@ -311,6 +334,8 @@ def mean(
     obj: D2O, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
 ) -> Any:
     """Collective: the arithmetic mean (numpy's dtypes: float64 for integer input)."""
+    if out is not None:
+        return store(mean(obj, axis, dtype, None, keepdims), out)
     sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
     total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
     rdt = _probe_dtype(np.mean, obj, axis=axis, dtype=dtype)  # after the agreed sum: valid
@@ -388,6 +413,8 @@ def var(
     """
     from ._ufuncs import align
 
+    if out is not None:
+        return store(var(obj, axis, dtype, None, ddof, keepdims), out)
     d = obj.distributor
     if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
         return _moments_full(obj, dtype, ddof, keepdims, sqrt=False)
@@ -418,6 +445,8 @@ def std(
     keepdims: bool = False,
 ) -> Any:
     """Collective: the standard deviation, ``sqrt(var)`` (one collective for ``axis=None``)."""
+    if out is not None:
+        return store(std(obj, axis, dtype, None, ddof, keepdims), out)
     d = obj.distributor
     if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
         return _moments_full(obj, dtype, ddof, keepdims, sqrt=True)
@@ -504,10 +533,10 @@ def _best_scalar(name: str, vals: np.ndarray, idxs: np.ndarray, lengths: list) -
 
 
 def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    if out is not None:
+        return store(_arg(obj, name, axis, None, keepdims), out)
     fn = np.argmax if name == "argmax" else np.argmin
     d = obj.distributor
-    if out is not None:
-        raise TypeError("out= is not supported for distributed arrays")
     if d.replicated or d.comm.size == 1:
         res = fn(obj.data, axis=axis, keepdims=keepdims)
         if np.ndim(res) == 0:
@@ -713,11 +742,11 @@ def _install() -> None:
     D2O.argmin = lambda self, axis=None, out=None, keepdims=False: _arg(
         self, "argmin", axis, out, keepdims
     )
-    D2O.cumsum = lambda self, axis=None, dtype=None, out=None: _accumulate(
-        self, np.add, np.cumsum, axis, dtype
+    D2O.cumsum = lambda self, axis=None, dtype=None, out=None: store(
+        _accumulate(self, np.add, np.cumsum, axis, dtype), out
     )
-    D2O.cumprod = lambda self, axis=None, dtype=None, out=None: _accumulate(
-        self, np.multiply, np.cumprod, axis, dtype
+    D2O.cumprod = lambda self, axis=None, dtype=None, out=None: store(
+        _accumulate(self, np.multiply, np.cumprod, axis, dtype), out
     )
     D2O.ravel = D2O.flatten = ravel
 

@@ -142,26 +142,34 @@ def _local_reshape_layout(d: Distributor, new: tuple, fixed: int | None) -> Dist
 
 
 def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
-    """The array with a new shape (C order), as numpy's ``reshape``.
+    """The array with a new shape, as numpy's ``reshape`` (``order`` 'C', 'F' or 'A').
 
-    Local (views of the pieces where numpy gives views) when every rank's slab
-    stays a slab of one axis of the new shape (see the module notes); caput's
+    ``order='F'`` reshapes the transpose in C order and transposes back (the
+    transposes are local views).  Local (views of the pieces where numpy gives
+    views) when every rank's slab stays a slab of one axis of the new shape (see the module notes); caput's
     ``None`` marks where the distributed axis must go.  Otherwise collective:
     a ravel plus one redistribution, the result distributed along axis 0.
     """
     d = obj.distributor
+    if not shape:
+        raise TypeError("reshape() takes exactly 1 argument (0 given)")
     if len(shape) == 1:
         shape = shape[0]
     dist_len = None if d.replicated else d.global_shape[d.axis]
     with agreed(d.comm):
-        if order != "C":
-            raise NotImplementedError("only order='C' is supported for distributed arrays")
+        if order not in ("C", "F", "A"):
+            raise ValueError(f"order must be one of 'C', 'F', 'A' for reshaping, not {order!r}")
         new, fixed = _new_shape(shape, d.size, dist_len)
-        lay = None if d.replicated else _local_reshape_layout(d, new, fixed)
+        if order == "F" and fixed is not None:
+            raise NotImplementedError("caput's None marker needs order='C'")
+        fortran = order == "F" and (obj.ndim > 1 or len(new) > 1)
+        lay = None if d.replicated or fortran else _local_reshape_layout(d, new, fixed)
         if fixed is not None and lay is None:
             raise ValueError(
                 f"cannot keep the distributed axis at position {fixed} in reshape to {new}"
             )
+    if fortran:
+        return transpose(reshape(transpose(obj), *new[::-1]))
     if d.replicated:
         return _from_local(obj.data.reshape(new), get_distributor(d.strategy, new, d.comm))
     if lay is not None:
