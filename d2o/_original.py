@@ -205,13 +205,11 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
     rank: numpy on the local piece.  Along the split axis: one redistribution
     so that the axis is whole, then numpy (the result keeps a split axis).
     Complex values order as numpy sorts them.  ``out`` (a distributed array)
-    receives the result by one assignment, as ``out[...] = result``.
+    receives the result as reductions' ``out=`` does (`d2o._reductions.store`).
     """
-    res = _median(a, axis, out, keepdims)
-    if out is None:
-        return res
-    out[...] = res  # numpy's casting and shape rules; a redistribution if layouts differ
-    return out
+    from ._reductions import store
+
+    return store(_median(a, axis, out, keepdims), out)
 
 
 def _median(a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
@@ -291,7 +289,9 @@ def flatten(self: D2O, inplace: bool = False) -> D2O:
         self.data = flat.data
         self.distributor = flat.distributor
         return self
-    return flat.copy() if np.may_share_memory(flat.data, self.data) else flat
+    if np.may_share_memory(flat.data, self.data):  # a local decision: no new object
+        flat.data = flat.data.copy()
+    return flat
 
 
 def _install() -> None:

@@ -149,7 +149,8 @@ def test_median_bad_input_everywhere():
     x = distributed_data_object(np.arange(6.0).reshape(2, 3))
     assert_raises_everywhere(np.exceptions.AxisError, x.median, axis=2)
     z = distributed_data_object(np.arange(3) + 1j)
-    assert_raises_everywhere(TypeError, d2o.median, z, out=z)
+    assert_raises_everywhere(ValueError, d2o.median, z, out=z)  # shape (3,) for a scalar
+    assert_raises_everywhere(TypeError, d2o.median, z, out=np.zeros(()))
 
 
 def test_median_axis_bad_on_one_rank_only(comm):
