@@ -20,6 +20,7 @@ from ._d2o import distributed_data_object
 from ._distributors import STRATEGIES
 from ._errors import GatherError, GatherWarning
 from ._indexing import *  # noqa: F403
+from ._layout import Layout, layout
 from ._librarian import d2o_librarian
 from ._linalg import dot, matmul
 from ._original import median
@@ -40,6 +41,8 @@ __all__ = [
     "dot",
     "matmul",
     "median",
+    "layout",
+    "Layout",
     "trace",
     "Trace",
     "show",
@@ -72,7 +75,7 @@ def _register_public() -> None:
         if inspect.isfunction(val) and attr not in local - {"__repr__", "__str__"}:
             name = "distributed_data_object" if attr == "__init__" else attr
             _funnel.register(D, attr, name, namers.get(attr))
-    quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm"}
+    quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm", "layout"}
     for name in __all__:
         obj = globals().get(name)
         if inspect.isfunction(obj) and name not in quiet:

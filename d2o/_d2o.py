@@ -23,6 +23,7 @@ from ._distributors import (
     slab_distributor,
 )
 from ._errors import agree_gather, agreed, check_gather
+from ._layout import Layout
 from ._librarian import d2o_librarian
 from ._redistribution import describe, exchange, gather, redistribute
 
@@ -92,29 +93,44 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             self._from_file(kwargs, distribution_strategy, axis, comm, dtype, hermitian)
             return
         c = as_comm(comm)
-        error, meta, piece = None, None, None
+        error, meta, piece, lay = None, None, None, None
         strategy = distribution_strategy
+        if isinstance(strategy, Layout):
+            lay, strategy = strategy, repr(strategy)
         try:
             if kwargs:
                 raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
-            if strategy is None:
-                local_type = (
-                    global_data is None
-                    and global_shape is None
-                    and (local_data is not None or local_shape is not None)
-                )
-                strategy = "freeform" if local_type else _config.default_strategy()
-            if strategy not in STRATEGIES:
-                raise ValueError(
-                    f"unknown distribution_strategy {strategy!r}; "
-                    f"choose one of {', '.join(STRATEGIES)}"
-                )
-            local = local_data is not None or local_shape is not None
-            if strategy == "freeform" and (local or global_data is None and global_shape is None):
-                piece, meta = self._parse_local(local_data, local_shape, global_data, dtype, copy)
-            else:
+            if lay is not None:
+                if local_data is not None or local_shape is not None:
+                    raise ValueError("a d2o.layout takes global_data or global_shape")
+                if lay.comm is not c and comm is not None:
+                    raise ValueError("the layout belongs to another communicator")
+                c = lay.comm
                 meta = self._parse_global(global_data, global_shape, dtype, strategy)
-                meta = meta[:3] + (_axis_or_zero(axis, len(meta[0])),)
+                lay_dist = lay.distributor(meta[0])
+            else:
+                if strategy is None:
+                    local_type = (
+                        global_data is None
+                        and global_shape is None
+                        and (local_data is not None or local_shape is not None)
+                    )
+                    strategy = "freeform" if local_type else _config.default_strategy()
+                if strategy not in STRATEGIES:
+                    raise ValueError(
+                        f"unknown distribution_strategy {strategy!r}; "
+                        f"choose one of {', '.join(STRATEGIES)} or a d2o.layout(...)"
+                    )
+                local = local_data is not None or local_shape is not None
+                if strategy == "freeform" and (
+                    local or global_data is None and global_shape is None
+                ):
+                    piece, meta = self._parse_local(
+                        local_data, local_shape, global_data, dtype, copy
+                    )
+                else:
+                    meta = self._parse_global(global_data, global_shape, dtype, strategy)
+                    meta = meta[:3] + (_axis_or_zero(axis, len(meta[0])),)
         except Exception as exc:  # agreed below, together with the metadata check
             error = exc
         # One collective carries both the errors and the metadata of every rank.
@@ -133,7 +149,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
                     f"every rank; got (shape, dtype, strategy, axis) {metas}"
                 )
             shape, dt, _, ax = meta
-            dist = get_distributor(strategy, shape, c, ax)
+            dist = lay_dist if lay is not None else get_distributor(strategy, shape, c, ax)
             self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
         self.distributor = dist
         self.hermitian = bool(hermitian)
@@ -264,7 +280,14 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
 
     @property
     def distribution_strategy(self) -> str:
+        """The paper's strategy name ('not', 'equal', 'fftw', 'freeform'); 'block' for
+        layouts on multi-axis process meshes (see `layout`)."""
         return self.distributor.strategy
+
+    @property
+    def layout(self) -> Any:
+        """The full layout: mesh, split axes, partitions and global shape (local)."""
+        return self.distributor
 
     @property
     def axis(self) -> int | None:
@@ -388,7 +411,13 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
 
     def _target(self, distribution_strategy: str | None, axis: int | None) -> Distributor:
         d = self.distributor
+        if isinstance(distribution_strategy, Layout):  # global arguments: fail on every rank
+            if distribution_strategy.comm is not d.comm:
+                raise ValueError("the layout belongs to another communicator")
+            return distribution_strategy.distributor(d.global_shape)
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
+        if strategy == "block":  # a mesh layout's label: keep the layout
+            return d
         ax = (d.axis or 0) if axis is None else axis
         with agreed(d.comm):
             ax = _axis_or_zero(ax, d.ndim)

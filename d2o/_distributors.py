@@ -88,6 +88,11 @@ class Distributor:
         """The box ((start, stop) per dimension) of the global array that ``rank`` holds."""
         raise NotImplementedError
 
+    def source(self, rank: int) -> Box | None:
+        """The part of ``rank``'s box that it sends when data moves (layouts holding
+        replicas send each element from one rank only); here all of it."""
+        return self.region(rank)
+
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} {self.strategy!r} shape={self.global_shape} "
@@ -116,6 +121,9 @@ class ReplicatedDistributor(Distributor):
 
     def region(self, rank: int) -> Box:
         return tuple((0, n) for n in self.global_shape)
+
+    def source(self, rank: int) -> Box | None:
+        return self.region(rank) if rank == 0 else None
 
     def lengths(self) -> list[int]:
         return [self.size] * self.comm.size

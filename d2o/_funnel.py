@@ -9,7 +9,10 @@ d2o's modules expose it, by a wrapper around its outermost call that
 * verifies that the call's global arguments are equal on every rank
   (``check_args``: one allreduce of a 64-bit hash; a ValueError naming the
   argument on every rank otherwise), and
-* opens a `Record` for it in the active traces.
+* opens a `Record` for it in the active traces, and
+* once arrays on process meshes exist (`d2o._layout`), runs operations that
+  have no mesh algorithm yet on the slab equivalents of their mesh operands
+  (one exchange each; results written back where the operation writes).
 
 `deactivate` puts the plain functions back.  So the default path carries no
 per-call cost at all, and a new operation only has to be registered.
@@ -60,6 +63,9 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
     current = _trace.current
     Record = _trace.Record
     options = _config._OPTIONS
+    native = name in _MESH_NATIVE or (
+        name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS
+    )  # operators reach the ufunc path, which handles meshes
 
     @functools.wraps(fn)
     def funnel(*args: Any, **kwargs: Any) -> Any:
@@ -74,6 +80,8 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
                 for t in _trace.active:
                     t.records.append(rec)
                 current[0] = rec
+            if mesh_in_use[0] and not native:
+                return _on_slabs(fn, name, args, kwargs)
             return fn(*args, **kwargs)
         finally:
             _depth[0] = 0
@@ -81,6 +89,72 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
 
     funnel.__d2o_original__ = fn  # type: ignore[attr-defined]
     return funnel
+
+
+# -- the fallback for mesh layouts -------------------------------------------------------
+
+#: True once a mesh layout was built in this process (then the wrappers stay installed).
+mesh_in_use = [False]
+#: Operations that handle mesh layouts themselves (local work, layout changes, ufuncs).
+_MESH_NATIVE = {
+    "distributed_data_object", "copy", "copy_empty", "astype", "get_full_data", "gather",
+    "allgather", "get_local_data", "set_local_data", "apply_generator", "apply_scalar_function",
+    "nan_to_num", "isreal", "iscomplex", "isnan", "isinf", "isfinite", "conj", "conjugate",
+    "__array_ufunc__", "__repr__", "__str__", "__len__", "__copy__", "__deepcopy__",
+    "__reduce__", "__array__", "show",
+}  # fmt: skip
+#: Special methods that run on slab equivalents (the other ones are operators).
+_DUNDERS_ON_SLABS = {"__getitem__", "__setitem__", "__iter__", "__bool__", "__matmul__",
+                     "__rmatmul__", "__array_function__", "__float__", "__int__", "__complex__"}  # fmt: skip
+
+
+#: Operations that write into their first argument.
+_MUTATING = {"__setitem__", "set_data", "set_full_data", "flatten"}
+
+
+def use_mesh() -> None:
+    """Called when the first mesh layout is built: keep the wrappers installed."""
+    if not mesh_in_use[0]:
+        mesh_in_use[0] = True
+        activate()
+
+
+def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
+    from ._d2o import distributed_data_object as D2O
+    from ._layout import as_slab, is_mesh
+    from ._redistribution import redistribute
+
+    swapped: list = []
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, D2O) and is_mesh(v.distributor):
+            s = as_slab(v)
+            swapped.append((v, s))
+            return s
+        if type(v) in (list, tuple) and any(isinstance(e, D2O) for e in v):
+            return type(v)(sub(e) for e in v)
+        return v
+
+    new_args = tuple(sub(a) for a in args)
+    new_kwargs = {k: sub(v) for k, v in kwargs.items()}
+    if not swapped:
+        return fn(*args, **kwargs)
+    res = fn(*new_args, **new_kwargs)
+    written = set()
+    if name in _MUTATING and swapped and swapped[0][0] is args[0]:
+        written.add(id(args[0]))
+    out = kwargs.get("out")
+    for o in out if isinstance(out, tuple) else (out,):
+        written.add(id(o))
+    for orig, s in swapped:
+        if id(orig) in written:
+            if s.shape == orig.shape:
+                orig.data[...] = redistribute(s.data, s.distributor, orig.distributor)
+            else:  # flatten(inplace=True): the array took another shape
+                orig.data, orig.distributor = s.data, s.distributor
+        if res is s:
+            res = orig
+    return res
 
 
 # -- checked arguments ----------------------------------------------------------------
@@ -247,7 +321,7 @@ def activate() -> None:
 
 def deactivate() -> None:
     """Remove the wrappers once no trace is active and ``check_args`` is off."""
-    if _trace.active or _config._OPTIONS["check_args"] or not _PATCHED:
+    if _trace.active or _config._OPTIONS["check_args"] or mesh_in_use[0] or not _PATCHED:
         return
     for owner, attr, orig in reversed(_PATCHED):
         setattr(owner, attr, orig)

@@ -83,15 +83,29 @@ def exchange(
     have: BoxFn,
     want: BoxFn,
     dtype: np.dtype | None = None,
+    send: BoxFn | None = None,
 ) -> np.ndarray:
     """Collective: give every rank the box ``want(rank)``, assembled from ``have(r)`` of all ranks.
 
     ``data`` is this rank's piece, covering exactly ``have(comm.rank)``;
     boxes are tuples of (start, stop) per dimension, None for nothing.  The
     ``have`` boxes must not overlap where they are wanted (each wanted element
-    comes from exactly one rank).  Returns this rank's wanted box as a new
-    C-contiguous array.
+    comes from exactly one rank); where they overlap (layouts holding
+    replicas), ``send(r)`` names the part of ``have(r)`` that rank ``r``
+    sends, except to a rank that holds the same box: that rank takes its own
+    copy, so only elements a rank does not hold reach it.  Returns this
+    rank's wanted box as a new C-contiguous array.
     """
+    if send is None:
+        source = lambda s, q: have(s)  # noqa: E731
+    else:
+
+        def source(s: int, q: int) -> Box | None:
+            hs = have(s)
+            if hs is not None and hs == have(q):
+                return hs if s == q else None  # q holds this box itself
+            return send(s)
+
     dtype = data.dtype if dtype is None else np.dtype(dtype)
     me = comm.rank
     my_have, my_want = have(me), want(me)
@@ -102,17 +116,17 @@ def exchange(
         if part is not None:
             out[...] = data[tuple(slice(a - h0, b - h0) for (a, b), (h0, _) in zip(part, my_have))]
         return out
-    send = np.ascontiguousarray(data, dtype=dtype)
+    buf = np.ascontiguousarray(data, dtype=dtype)
     base = _base_type(dtype.itemsize)
     created: list = []
     try:
         sendtypes, recvtypes = [], []
         for peer in range(comm.size):
-            part = _intersect(my_have, want(peer))
+            part = _intersect(source(me, peer), want(peer))
             sendtypes.append((0, base) if part is None else _subarray(base, my_have, part, created))
-            part = _intersect(have(peer), my_want)
+            part = _intersect(source(peer, me), my_want)
             recvtypes.append((0, base) if part is None else _subarray(base, my_want, part, created))
-        comm.Alltoallw(send, sendtypes, out, recvtypes)
+        comm.Alltoallw(buf, sendtypes, out, recvtypes)
     finally:
         for t in created:
             t.Free()
@@ -151,10 +165,10 @@ def redistribute(
     if dst.replicated and not explicit and src.size > 1:
         check_gather(src.comm, describe(src))
     if (
-        not dst.replicated and dst.axis == src.axis and dst.offsets == src.offsets  # type: ignore[attr-defined]
+        dst.axis is not None and dst.axis == src.axis and dst.offsets == src.offsets  # type: ignore[attr-defined]
     ):
         return data.copy() if copy else data
-    return exchange(src.comm, data, src.region, dst.region)
+    return exchange(src.comm, data, src.region, dst.region, send=src.source)
 
 
 def gather(data: np.ndarray, src: Distributor, target_rank: int | None = None) -> np.ndarray | None:
@@ -165,6 +179,8 @@ def gather(data: np.ndarray, src: Distributor, target_rank: int | None = None) -
             return data.copy()
         return None
     if target_rank is None:
-        return exchange(src.comm, data, src.region, lambda r: full)
-    out = exchange(src.comm, data, src.region, lambda r: full if r == target_rank else None)
+        return exchange(src.comm, data, src.region, lambda r: full, send=src.source)
+    out = exchange(
+        src.comm, data, src.region, lambda r: full if r == target_rank else None, send=src.source
+    )
     return out if src.comm.rank == target_rank else None

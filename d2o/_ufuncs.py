@@ -24,6 +24,7 @@ import numpy as np
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, like, slab_distributor
 from ._errors import agreed, defer
+from ._layout import as_slab, is_mesh
 from ._redistribution import redistribute
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
@@ -107,6 +108,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return NotImplemented
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    if any(isinstance(x, D2O) and is_mesh(x.distributor) for x in inputs + outs):
+        return _on_mesh(ufunc, inputs, outs, kwargs)
     shapes = [_shape_of(x) for x in inputs]
     first = next((x for x in inputs + outs if isinstance(x, D2O)), None)
     with agreed(first.distributor.comm):
@@ -137,6 +140,46 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         )
         return wrapped if len(wrapped) > 1 else wrapped[0]
     return _wrap(result, target)
+
+
+def _on_mesh(ufunc: np.ufunc, inputs: tuple, outs: tuple, kwargs: dict) -> Any:
+    """A ufunc with operands on a mesh layout: local when every distributed operand (and
+    out) shares one layout and the others are scalars; otherwise on the slab equivalents
+    (`d2o._layout.as_slab`, one exchange each), the results written back into ``out``."""
+    arrays = [x for x in inputs + outs if isinstance(x, D2O)]
+    d = arrays[0].distributor
+    where = kwargs.get("where", True)
+    if (
+        all(x.distributor is d for x in arrays)
+        and all(isinstance(x, (D2O, *_SCALARS)) for x in inputs)
+        and all(o is not None for o in outs)
+        and (where is True or isinstance(where, D2O) and where.distributor is d)
+    ):
+        local = [x.data if isinstance(x, D2O) else x for x in inputs]
+        if where is not True:
+            kwargs["where"] = where.data
+        if outs:
+            kwargs["out"] = tuple(o.data for o in outs)
+        res = ufunc(*local, **kwargs)
+        if outs:
+            return outs if len(outs) > 1 else outs[0]
+        return _wrap(res, d)
+    if isinstance(where, D2O):
+        kwargs["where"] = as_slab(where)
+    res = apply_ufunc(ufunc, "__call__", tuple(as_slab(x) for x in inputs), kwargs)
+    if not outs:
+        return res
+    results = res if isinstance(res, tuple) else (res,)
+    done = []
+    for o, r in zip(outs, results):
+        if o is None:
+            done.append(r)
+            continue
+        if o.shape != r.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {o.shape}")
+        o.data[...] = redistribute(r.data, r.distributor, o.distributor)
+        done.append(o)
+    return tuple(done) if len(done) > 1 else done[0]
 
 
 def align_out(o: D2O, target: Distributor) -> np.ndarray:

@@ -87,6 +87,17 @@ def _(kw):
     assert y.shape == want.shape and y.get_local_data().shape == piece.shape
 
 
+@case("layout", mesh=None, split=(1, 0), block=None, comm=None)
+def _(kw):
+    lay = d2o.layout(**kw)
+    x = D(A, distribution_strategy=lay)
+    assert_equal_to_numpy(x, A)
+    assert_equal_to_numpy(x.sum(axis=0), A.sum(axis=0), rtol=1e-12)
+    size = default_comm().size
+    y = D(A, distribution_strategy=d2o.layout(mesh=(1, size), split=(0, 1)))
+    assert_equal_to_numpy(y.copy(distribution_strategy=lay) * 2, 2 * A)
+
+
 @case("wrap", local_array=None, axis=1, comm=None)
 def _(kw):
     comm = default_comm()

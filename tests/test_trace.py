@@ -115,6 +115,14 @@ def test_printing_moves_nothing(comm):
     collective_assert({r.op for r in t.records} <= {"__repr__", "__str__"}, t.records)
 
 
+def unwrapped(fn) -> bool:
+    """The plain function is back after the trace (the wrappers stay once mesh layouts exist
+    in this process: they run mesh operands on slabs)."""
+    from d2o import _funnel
+
+    return _funnel.mesh_in_use[0] or not hasattr(fn, "__d2o_original__")
+
+
 def test_records_nest_and_zero_records(comm):
     x = distributed_data_object(np.arange(8.0))
     with d2o.trace() as outer:
@@ -127,7 +135,7 @@ def test_records_nest_and_zero_records(comm):
     collective_assert(outer.collectives == inner.collectives)
     collective_assert(outer.records[0].collectives == 0 and outer.records[0].bytes_sent == 0)
     collective_assert(not tr.active and tr.current[0] is None)
-    collective_assert(not hasattr(distributed_data_object.sum, "__d2o_original__"))
+    collective_assert(unwrapped(distributed_data_object.sum))
 
 
 def test_trace_closes_after_an_agreed_error(comm):
@@ -138,7 +146,7 @@ def test_trace_closes_after_an_agreed_error(comm):
         y = x + 1
     collective_assert(not tr.active and tr.current[0] is None)
     collective_assert([r.op for r in t.records][:1] == ["sum"], t.records)
-    collective_assert(not hasattr(distributed_data_object.__add__, "__d2o_original__"))
+    collective_assert(unwrapped(distributed_data_object.__add__))
     assert_equal_to_numpy(y, np.ones((4, 3)))
 
 

@@ -1,0 +1,271 @@
+"""Layouts on process meshes: ``d2o.layout(mesh, split, block)``.
+
+A layout arranges the communicator's ranks as a grid (the *mesh*, C order:
+rank ``r`` sits at ``np.unravel_index(r, mesh)``) and says, per mesh axis,
+which array axis it splits (``split``; None: the ranks along that mesh axis
+hold replicas).  Each split axis is cut into blocks as even as possible, the
+first ranks taking the extra (the 'equal' rule), so every rank holds one box
+of the global array.
+
+* A one-axis mesh that splits one array axis is the paper's slab layout: the
+  same cached `SlabDistributor` as ``distribution_strategy='equal'``.
+* No split axis at all is the replicated ('not') layout.
+* Anything else is a `MeshDistributor`: a box per rank, plus `source`, the part
+  of its box a rank is responsible for sending (the replica with coordinate 0
+  along every replica mesh axis sends), so that every element moved by
+  `d2o._redistribution.exchange` comes from exactly one rank.
+
+Operations without an algorithm for mesh layouts yet run on the equivalent
+slab layout (`as_slab`: one exchange), never on a gathered array.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._comm import Comm, as_comm
+from ._distributors import Box, Distributor, equal_lengths, get_distributor
+
+__all__ = ["Layout", "layout", "MeshDistributor", "dims_create", "is_mesh", "as_slab"]
+
+
+def dims_create(size: int, ndims: int) -> tuple:
+    """A balanced grid of ``ndims`` axes with ``size`` cells, largest first (as
+    ``MPI_Dims_create``): the prime factors of ``size`` dealt to the smallest axis."""
+    if ndims <= 0:
+        return ()
+    dims = [1] * ndims
+    n, p, factors = size, 2, []
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    for f in sorted(factors, reverse=True):
+        i = dims.index(min(dims))
+        dims[i] *= f
+    return tuple(sorted(dims, reverse=True))
+
+
+def _check_int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {v!r}")
+    return int(v)
+
+
+class Layout:
+    """How arrays are spread over a process mesh (see `layout`); immutable and cached,
+    compared by identity.  ``layout.distributor(shape)`` gives the (cached) distributor
+    of an array of that shape; no communication."""
+
+    __slots__ = ("mesh", "split", "block", "comm", "_dists", "__weakref__")
+
+    def __init__(self, mesh: tuple, split: tuple, block: tuple, comm: Comm) -> None:
+        self.mesh = mesh
+        self.split = split
+        self.block = block
+        self.comm = comm
+        self._dists: dict = {}
+
+    def __repr__(self) -> str:
+        block = "" if all(b is None for b in self.block) else f", block={self.block}"
+        return f"layout(mesh={self.mesh}, split={self.split}{block})"
+
+    def __reduce__(self):
+        raise TypeError("layouts cannot be pickled; build them with d2o.layout on every rank")
+
+    def distributor(self, global_shape: Sequence[int]) -> Distributor:
+        """The distributor of an array of ``global_shape`` in this layout (cached; local).
+
+        Raises numpy's AxisError when a split axis is out of range for the shape.
+        """
+        shape = tuple(int(n) for n in global_shape)
+        d = self._dists.get(shape)
+        if d is not None:
+            return d
+        ndim = len(shape)
+        split = []
+        for s in self.split:
+            if s is not None and not -ndim <= s < ndim:
+                raise np.exceptions.AxisError(
+                    f"split axis {s} is out of bounds for array of dimension {ndim}"
+                )
+            split.append(None if s is None else s % ndim)
+        if len({s for s in split if s is not None}) < sum(s is not None for s in split):
+            raise ValueError(f"split {self.split} names one array axis twice for {ndim}-d arrays")
+        if any(b is not None for b in self.block):
+            raise NotImplementedError("block-cyclic layouts are not implemented yet")
+        used = [(m, s) for m, s in enumerate(split) if s is not None]
+        if not used or not shape:
+            d = get_distributor("not", shape, self.comm)
+        elif len(used) == 1 and math.prod(self.mesh) == self.mesh[used[0][0]]:
+            d = get_distributor("equal", shape, self.comm, used[0][1])  # the paper's slabs
+        else:
+            d = MeshDistributor(shape, self.comm, self, tuple(split))
+        if len(self._dists) > 256:
+            self._dists.clear()
+        self._dists[shape] = d
+        return d
+
+
+_LAYOUTS: dict = {}
+
+
+def layout(
+    mesh: Sequence[int] | None = None,
+    split: Sequence[int | None] = (0,),
+    block: int | Sequence[int | None] | None = None,
+    comm: Any = None,
+) -> Layout:
+    """How to spread arrays: ranks on a ``mesh``, array axes ``split`` over its axes.
+
+    Parameters
+    ----------
+    mesh : tuple of int, optional
+        The ranks as a grid (C order); the product must equal the communicator's
+        size.  None: a balanced grid with one axis per ``split`` entry.
+    split : tuple
+        Per mesh axis, the array axis it splits, or None where the ranks along
+        that mesh axis hold replicas.  ``()`` is the replicated layout.  Shorter
+        than the mesh: the remaining mesh axes hold replicas.
+    block : None, int or tuple
+        None for block partitions ('equal' rule); block-cyclic sizes are
+        reserved (NotImplementedError for now).
+    comm : optional
+        The communicator (default: d2o's default).
+
+    Local: no communication.  Accepted wherever ``distribution_strategy=`` is.
+    """
+    c = as_comm(comm)
+    split_t = tuple(split) if split is not None else ()
+    split_t = tuple(None if s is None else _check_int(s, "split axis") for s in split_t)
+    if mesh is None:
+        mesh_t = dims_create(c.size, max(1, len(split_t)))
+    else:
+        mesh_t = tuple(_check_int(n, "mesh extent") for n in mesh)
+        if any(n <= 0 for n in mesh_t):
+            raise ValueError(f"mesh extents must be positive, got {mesh_t}")
+        if math.prod(mesh_t) != c.size:
+            raise ValueError(
+                f"mesh {mesh_t} has {math.prod(mesh_t)} cells for a communicator of {c.size} ranks"
+            )
+    if len(split_t) > len(mesh_t):
+        raise ValueError(f"split {split_t} has more entries than the mesh {mesh_t} has axes")
+    split_t = split_t + (None,) * (len(mesh_t) - len(split_t))
+    named = [s for s in split_t if s is not None]
+    if len(set(named)) < len(named):
+        raise ValueError(f"split {split_t} names one array axis twice")
+    if block is None or isinstance(block, (int, np.integer)):
+        block_t = (block,) * len(mesh_t)
+    else:
+        block_t = tuple(block)
+        if len(block_t) != len(mesh_t):
+            raise ValueError(f"block {block_t} needs one entry per mesh axis {mesh_t}")
+    for b in block_t:
+        if b is not None and _check_int(b, "block size") <= 0:
+            raise ValueError(f"block sizes must be positive, got {block_t}")
+    key = (mesh_t, split_t, block_t, c)
+    lay = _LAYOUTS.get(key)
+    if lay is None:
+        lay = _LAYOUTS[key] = Layout(mesh_t, split_t, block_t, c)
+    return lay
+
+
+class MeshDistributor(Distributor):
+    """Blocks on a process mesh: every rank holds one box (see the module notes)."""
+
+    __slots__ = ("layout", "split", "coords", "offsets_per_mesh_axis", "_regions", "_sources")
+
+    def __init__(self, global_shape: tuple, comm: Comm, lay: Layout, split: tuple) -> None:
+        from . import _funnel
+
+        _funnel.use_mesh()
+        self.global_shape = global_shape
+        self.comm = comm
+        self.layout = lay
+        self.split = split
+        self.strategy = "block"
+        self.axis = None
+        self.replicated = False
+        self.ndim = len(global_shape)
+        self.size = int(np.prod(global_shape, dtype=np.int64))
+        offs = []
+        for m, s in enumerate(split):
+            if s is None:
+                offs.append(None)
+            else:
+                lengths = equal_lengths(global_shape[s], lay.mesh[m])
+                offs.append(tuple(np.concatenate(([0], np.cumsum(lengths))).tolist()))
+        self.offsets_per_mesh_axis = tuple(offs)
+        self._regions: list = [None] * comm.size
+        self._sources: list = [None] * comm.size
+        self.coords = self.coords_of(comm.rank)
+        box = self.region(comm.rank)
+        self.local_shape = tuple(b - a for a, b in box)
+        self.local_slice = tuple(slice(a, b) for a, b in box)
+
+    def coords_of(self, rank: int) -> tuple:
+        """The mesh coordinates of ``rank`` (C order)."""
+        return tuple(int(i) for i in np.unravel_index(rank, self.layout.mesh))
+
+    def region(self, rank: int) -> Box:
+        box = self._regions[rank]
+        if box is None:
+            c = self.coords_of(rank)
+            b = [(0, n) for n in self.global_shape]
+            for m, s in enumerate(self.split):
+                if s is not None:
+                    o = self.offsets_per_mesh_axis[m]
+                    b[s] = (o[c[m]], o[c[m] + 1])
+            box = self._regions[rank] = tuple(b)
+        return box
+
+    def source(self, rank: int) -> Box | None:
+        """The part of ``rank``'s box it sends in an exchange: all of it on the replica
+        with coordinate 0 along every replica mesh axis, nothing on the others."""
+        c = self.coords_of(rank)
+        if any(s is None and c[m] for m, s in enumerate(self.split)):
+            return None
+        return self.region(rank)
+
+    def split_axes(self) -> tuple:
+        """The array axes cut by some mesh axis."""
+        return tuple(s for s in self.split if s is not None)
+
+    def __repr__(self) -> str:
+        return (
+            f"<MeshDistributor {self.layout!r} shape={self.global_shape} "
+            f"local_shape={self.local_shape}>"
+        )
+
+
+def is_mesh(d: Distributor) -> bool:
+    """True for layouts that only the mesh-aware code paths understand."""
+    return type(d) is MeshDistributor
+
+
+def slab_equivalent(d: Distributor) -> Distributor:
+    """The slab layout an operation without a mesh algorithm runs on: 'equal' along the
+    first split array axis."""
+    if not is_mesh(d):
+        return d
+    return get_distributor("equal", d.global_shape, d.comm, d.split_axes()[0])
+
+
+def as_slab(x: Any) -> Any:
+    """``x`` itself, or for an array of a mesh layout a copy on `slab_equivalent` (one
+    exchange, counted by the trace)."""
+    from ._d2o import distributed_data_object as D2O
+    from ._redistribution import redistribute
+
+    if isinstance(x, D2O) and type(x.distributor) is MeshDistributor:
+        d = x.distributor
+        target = slab_equivalent(d)
+        return D2O._from_local(redistribute(x.data, d, target), target)
+    return x

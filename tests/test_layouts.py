@@ -1,0 +1,192 @@
+"""Layouts on process meshes (`d2o.layout`): numpy as the oracle on every layout.
+
+Mesh layouts run elementwise work locally; operations without a mesh algorithm
+run on the slab equivalent (one exchange) and return slab-layout results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import sample
+
+import d2o
+from d2o import default_comm, distributed_data_object
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere
+
+P = default_comm().size
+
+
+def mesh_layouts(ndim: int) -> list:
+    """The layouts the issue names, those that exist for this number of ranks."""
+    out = [d2o.layout(), d2o.layout(split=(0, None))]
+    if ndim >= 2:
+        out += [d2o.layout(mesh=(1, P), split=(0, 1)), d2o.layout(split=(1, 0))]
+        out += [d2o.layout(mesh=(P, 1), split=(None, 1))]
+    if ndim >= 3:
+        out += [d2o.layout(split=(0, 2)), d2o.layout(split=(2, 1))]
+    if P % 2 == 0:
+        out += [d2o.layout(mesh=(2, P // 2), split=(0, 1) if ndim >= 2 else (0, None))]
+    return out
+
+
+SHAPES = [(7,), (4, 5), (3, 4, 5), (0, 3), (1, 1)]
+
+
+def ids(lays):
+    return [repr(x) for x in lays]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_construct_gather_and_pieces(shape):
+    a = sample(shape, "float64")
+    for lay in mesh_layouts(len(shape)):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        assert_equal_to_numpy(x, a)
+        d = x.layout
+        box = d.region(default_comm().rank)
+        # this rank's piece is exactly its box of the global array
+        np.testing.assert_array_equal(x.get_local_data(), a[tuple(slice(*b) for b in box)])
+        y = distributed_data_object(global_shape=shape, dtype=np.int16, distribution_strategy=lay)
+        assert y.layout is d and y.dtype == np.int16
+
+
+def test_pieces_cover_the_array_once():
+    """Boxes of the sending ranks tile the global array (replicas send once)."""
+    a = sample((6, 5, 4), "int64")
+    for lay in mesh_layouts(3):
+        d = distributed_data_object(a, distribution_strategy=lay).layout
+        count = np.zeros(a.shape, dtype=int)
+        for r in range(P):
+            box = d.source(r)
+            if box is not None:
+                count[tuple(slice(*b) for b in box)] += 1
+        assert (count == 1).all(), lay
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64", "complex128", "bool"])
+def test_elementwise_is_local_on_one_layout(dtype):
+    a = sample((4, 5), dtype)
+    b = sample((4, 5), dtype, seed=1)
+    for lay in mesh_layouts(2):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        y = distributed_data_object(b, distribution_strategy=lay)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            z = x + y
+            w = np.multiply(x, 2)
+            v = -x if dtype != "bool" else ~x
+        assert t.collectives == 0 and t.bytes_sent == 0
+        assert z.layout is x.layout and w.layout is x.layout
+        assert_equal_to_numpy(z, a + b)
+        assert_equal_to_numpy(w, np.multiply(a, 2))
+        assert_equal_to_numpy(v, -a if dtype != "bool" else ~a)
+        x += y
+        assert_equal_to_numpy(x, a + b)
+        assert x.layout is y.layout
+
+
+def test_mixed_layouts_and_numpy_operands():
+    a, b = sample((4, 6), "float64"), sample((4, 6), "float64", seed=2)
+    lays = mesh_layouts(2)
+    for la in lays:
+        x = distributed_data_object(a, distribution_strategy=la)
+        dist_b = distributed_data_object(b, distribution_strategy="equal", axis=1)
+        for other, want in ((dist_b, b), (b, b), (b[0], b[0]), (2.5, 2.5)):
+            assert_equal_to_numpy(x * other, a * want)
+        for lb in lays:
+            y = distributed_data_object(b, distribution_strategy=lb)
+            assert_equal_to_numpy(x - y, a - b)
+            out = distributed_data_object(np.zeros_like(a), distribution_strategy=lb)
+            np.add(x, y, out=out)
+            assert out.layout is y.layout
+            assert_equal_to_numpy(out, a + b)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 2), -1])
+def test_reductions(axis):
+    a = sample((3, 4, 5), "float64")
+    for lay in mesh_layouts(3):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        for name in ("sum", "max", "mean", "std", "argmax"):
+            if name == "argmax" and isinstance(axis, tuple):
+                continue
+            assert_equal_to_numpy(getattr(x, name)(axis=axis), getattr(a, name)(axis=axis),
+                                  rtol=1e-12)  # fmt: skip
+
+
+def test_indexing_get_and_set():
+    a = sample((5, 6), "int64")
+    keys = [2, (1, 3), slice(1, 4), (slice(None), 2), (slice(None, None, -2), [0, 5]), a > 3,
+            ([0, 4, 2], [1, 1, 5]), Ellipsis]  # fmt: skip
+    for lay in mesh_layouts(2):
+        for k in keys:
+            x = distributed_data_object(a, distribution_strategy=lay)
+            assert_equal_to_numpy(x[k], a[k])
+            want = a.copy()
+            want[k] = -7
+            x[k] = -7
+            assert x.layout.__class__ is type(x.layout)
+            assert_equal_to_numpy(x, want)
+            assert x.layout is distributed_data_object(a, distribution_strategy=lay).layout
+
+
+def test_copy_between_layouts_moves_only_what_changes_owner():
+    """A change between layouts moves exactly the bytes whose owner changes."""
+    a = sample((6, 8), "float64")
+    comm = default_comm()
+    lays = mesh_layouts(2) + ["equal", "fftw", "not"]
+    for la in lays:
+        for lb in lays:
+            x = distributed_data_object(a, distribution_strategy=la)
+            with d2o.trace() as t:
+                y = x.copy(distribution_strategy=lb)
+            assert_equal_to_numpy(y, a)
+            if isinstance(lb, str) and lb == "not":
+                continue  # a gather: everything moves
+            old, new = x.layout.region(comm.rank), y.layout.region(comm.rank)
+            held = [max(0, min(o1, n1) - max(o0, n0)) for (o0, o1), (n0, n1) in zip(old, new)]
+            size = int(np.prod([n1 - n0 for n0, n1 in new]))
+            expect = (size - int(np.prod(held))) * a.itemsize  # the elements I did not hold
+            moved = sum(c[3] for c in t.calls if c[1] == "Alltoallw")  # the data, not agreement
+            assert moved == expect, (la, lb, moved, expect)
+
+
+def test_bad_layouts_raise_everywhere():
+    assert_raises_everywhere(ValueError, d2o.layout, mesh=(P + 1,))
+    assert_raises_everywhere(ValueError, d2o.layout, mesh=(P,), split=(0, 1))
+    assert_raises_everywhere(ValueError, d2o.layout, split=(1, 1))
+    assert_raises_everywhere(ValueError, d2o.layout, block=0)
+    assert_raises_everywhere(ValueError, d2o.layout, block=-2)
+    assert_raises_everywhere(TypeError, d2o.layout, split=(0.5,))
+    lay = d2o.layout(split=(0, 2))
+    assert_raises_everywhere(np.exceptions.AxisError, distributed_data_object, np.zeros((2, 3)),
+                             distribution_strategy=lay)  # fmt: skip
+    same_axis = d2o.layout(split=(0, -2))
+    assert_raises_everywhere(ValueError, distributed_data_object, np.zeros((2, 3)),
+                             distribution_strategy=same_axis)  # fmt: skip
+    assert_raises_everywhere(NotImplementedError, distributed_data_object, np.zeros((4, 4)),
+                             distribution_strategy=d2o.layout(block=2))  # fmt: skip
+
+
+def test_layouts_are_cached_and_named():
+    assert d2o.layout(split=(0, 1)) is d2o.layout(split=[0, 1])
+    assert d2o.layout().mesh == (P,)
+    m = d2o.layout(split=(0, 1)).mesh
+    assert len(m) == 2 and m[0] * m[1] == P and m[0] >= m[1]
+    x = distributed_data_object(np.zeros((4, 4)), distribution_strategy=d2o.layout())
+    assert x.distribution_strategy == "equal" and x.axis == 0
+    y = distributed_data_object(np.zeros((4, 4)), distribution_strategy=d2o.layout(split=()))
+    assert y.distribution_strategy == "not"
+    assert "split=(0, 1)" in repr(d2o.layout(split=(0, 1)))
+
+
+def test_shape_functions_and_fft_fall_back_to_slabs():
+    a = sample((4, 6), "complex128")
+    for lay in mesh_layouts(2):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        assert_equal_to_numpy(x.reshape(6, 4), a.reshape(6, 4))
+        assert_equal_to_numpy(x.T, a.T)
+        assert_equal_to_numpy(d2o.fft.fftn(x), np.fft.fftn(a), rtol=1e-10, atol=1e-10)
+        assert_equal_to_numpy(x.dot(a.real[0]), a.dot(a.real[0]), rtol=1e-12)
+        assert_equal_to_numpy(x.conj(), a.conj())
+        assert [row.tolist() for row in x] == [row.tolist() for row in a]
