@@ -190,3 +190,18 @@ def test_shape_functions_and_fft_fall_back_to_slabs():
         assert_equal_to_numpy(x.dot(a.real[0]), a.dot(a.real[0]), rtol=1e-12)
         assert_equal_to_numpy(x.conj(), a.conj())
         assert [row.tolist() for row in x] == [row.tolist() for row in a]
+
+
+def test_layout_differing_on_one_rank_is_refused_everywhere():
+    """A layout is a global argument: with the checked mode, one rank's other layout raises
+    ValueError on every rank and nothing is created."""
+    if P == 1:
+        return
+    comm = default_comm()
+    x = distributed_data_object(np.arange(12.0).reshape(3, 4))
+    lay = d2o.layout(split=(0, 1)) if comm.rank == 0 else d2o.layout()
+    with d2o.options(check_args=True):
+        assert_raises_everywhere(ValueError, x.copy, distribution_strategy=lay)
+        assert_raises_everywhere(ValueError, distributed_data_object, np.zeros((3, 4)),
+                                 distribution_strategy=lay)  # fmt: skip
+    assert_equal_to_numpy(x, np.arange(12.0).reshape(3, 4))
