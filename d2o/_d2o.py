@@ -461,6 +461,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         ):
             return _from_local(np.empty(self.data.shape, dtype=dt), d)
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
+        if strategy == "block":  # a mesh layout's label: the same layout for the new shape
+            strategy = d.layout
         if strategy == "freeform" and local_shape is None and global_shape is None:
             if not d.replicated:  # keep the pieces
                 target = slab_distributor(d.global_shape, d.comm, d.axis, d.offsets, "freeform")

@@ -20,6 +20,7 @@ talk to this interface.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 
@@ -92,6 +93,18 @@ class Distributor:
         """The part of ``rank``'s box that it sends when data moves (layouts holding
         replicas send each element from one rank only); here all of it."""
         return self.region(rank)
+
+    def start(self, axis: int) -> int:
+        """The global index of this rank's first element along ``axis``."""
+        return (self.local_slice[axis].start or 0) if axis < len(self.local_slice) else 0
+
+    def piece_sizes(self) -> list:
+        """The number of elements each rank holds."""
+        return [math.prod(b - a for a, b in self.region(r)) for r in range(self.comm.size)]
+
+    def split_axes(self) -> tuple:
+        """The array axes that are cut between ranks (none when replicated)."""
+        return () if self.axis is None else (self.axis,)
 
     def __repr__(self) -> str:
         return (
@@ -250,6 +263,12 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
     global_shape = tuple(global_shape)
     ax = (dist.axis or 0) if axis is None else axis
     s = dist.strategy
+    if s == "block":  # a mesh layout: see d2o._layout.moved for the layout-keeping case
+        return (
+            get_distributor("equal", global_shape, dist.comm, ax)
+            if global_shape
+            else (get_distributor("not", global_shape, dist.comm, 0))
+        )
     if s == "not" or not global_shape:
         return get_distributor(s, global_shape, dist.comm, 0)
     if s in _LENGTH_RULES:

@@ -63,8 +63,10 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
     current = _trace.current
     Record = _trace.Record
     options = _config._OPTIONS
-    native = name in _MESH_NATIVE or (
-        name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS
+    native = (
+        name in _MESH_NATIVE
+        or name.startswith("fft.")
+        or (name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS)
     )  # operators reach the ufunc path, which handles meshes
 
     @functools.wraps(fn)
@@ -101,7 +103,8 @@ _MESH_NATIVE = {
     "allgather", "get_local_data", "set_local_data", "apply_generator", "apply_scalar_function",
     "nan_to_num", "isreal", "iscomplex", "isnan", "isinf", "isfinite", "conj", "conjugate",
     "__array_ufunc__", "__repr__", "__str__", "__len__", "__copy__", "__deepcopy__",
-    "__reduce__", "__array__", "show",
+    "__reduce__", "__array__", "show", "enumerate", "transpose", "swapaxes", "sum", "prod", "nansum",
+    "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
 _DUNDERS_ON_SLABS = {"__getitem__", "__setitem__", "__iter__", "__bool__", "__matmul__",

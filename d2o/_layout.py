@@ -27,10 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from ._comm import Comm, as_comm
+from ._comm import _SERIAL, Comm, as_comm
 from ._distributors import Box, Distributor, equal_lengths, get_distributor
 
-__all__ = ["Layout", "layout", "MeshDistributor", "dims_create", "is_mesh", "as_slab"]
+__all__ = [
+    "Layout", "layout", "MeshDistributor", "dims_create", "is_mesh", "as_slab", "moved",
+    "permuted",
+]  # fmt: skip
 
 
 def dims_create(size: int, ndims: int) -> tuple:
@@ -108,9 +111,9 @@ class Layout:
             d = get_distributor("equal", shape, self.comm, used[0][1])  # the paper's slabs
         else:
             d = MeshDistributor(shape, self.comm, self, tuple(split))
-        if len(self._dists) > 256:
-            self._dists.clear()
-        self._dists[shape] = d
+            if len(self._dists) > 256:
+                self._dists.clear()
+            self._dists[shape] = d  # slab and replicated ones live in get_distributor's cache
         return d
 
 
@@ -243,6 +246,68 @@ class MeshDistributor(Distributor):
             f"<MeshDistributor {self.layout!r} shape={self.global_shape} "
             f"local_shape={self.local_shape}>"
         )
+
+
+def moved(d: MeshDistributor, shape: tuple, shift: int) -> Distributor:
+    """``d``'s layout for an array of ``shape`` whose axis ``a + shift`` is ``d``'s axis
+    ``a`` (a broadcast result); local."""
+    lay = d.layout
+    split = tuple(None if s is None else s + shift for s in d.split)
+    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+
+
+def permuted(d: MeshDistributor, axes: tuple) -> Distributor:
+    """``d``'s layout after the array's axes are permuted by ``axes``; local."""
+    lay = d.layout
+    split = tuple(None if s is None else axes.index(s) for s in d.split)
+    shape = tuple(d.global_shape[a] for a in axes)
+    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+
+
+def reduced_layout(d: MeshDistributor, axes: tuple, keepdims: bool, shape: tuple) -> Distributor:
+    """``d``'s layout for the result of reducing ``axes`` (result ``shape``): the mesh
+    axes that split a reduced axis hold replicas of the result; local."""
+    lay = d.layout
+    split = tuple(
+        None if s is None or s in axes else s if keepdims else s - sum(a < s for a in axes)
+        for s in d.split
+    )
+    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+
+
+def sources(d: Distributor) -> list:
+    """The ranks that send their piece when data moves (one per set of replicas)."""
+    return [r for r in range(d.comm.size) if d.source(r) is not None]
+
+
+_SUBCOMMS: dict = {}
+
+
+def subcomm(d: MeshDistributor, mesh_axes: tuple) -> Comm:
+    """The communicator of the ranks that differ from this one only along ``mesh_axes``
+    (cached per mesh; its creation is collective over ``d.comm``)."""
+    lay = d.layout
+    key = (lay.comm, lay.mesh, tuple(mesh_axes))
+    sub = _SUBCOMMS.get(key)
+    if sub is None:
+        size = math.prod(lay.mesh[m] for m in mesh_axes)
+        if size == lay.comm.size:
+            sub = lay.comm
+        elif size == 1 or lay.comm.mpi is None:
+            sub = _SERIAL
+        else:
+            coords = d.coords
+            color = int(np.ravel_multi_index(
+                [c for m, c in enumerate(coords) if m not in mesh_axes] or [0],
+                [n for m, n in enumerate(lay.mesh) if m not in mesh_axes] or [1],
+            ))  # fmt: skip
+            key_in = int(np.ravel_multi_index(
+                [coords[m] for m in mesh_axes], [lay.mesh[m] for m in mesh_axes]
+            ))  # fmt: skip
+            sub = Comm(lay.comm.mpi.Split(color, key_in))
+            lay.comm.note_call()
+        _SUBCOMMS[key] = sub
+    return sub
 
 
 def is_mesh(d: Distributor) -> bool:

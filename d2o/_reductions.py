@@ -38,6 +38,7 @@ from ._distributors import (
     slab_distributor,
 )
 from ._errors import RECORD_HEADER, agreed, allgather_agreed, new_record
+from ._layout import as_slab, is_mesh, reduced_layout, sources, subcomm
 from ._redistribution import redistribute
 
 __all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
@@ -120,9 +121,12 @@ def _mpi_op(ufunc: np.ufunc, dtype: np.dtype):
     return op
 
 
-def combine_partials(partial: np.ndarray, ufunc: np.ufunc, dist: Distributor) -> np.ndarray:
-    """Collective: combine per-rank ``partial`` arrays with ``ufunc``; identical on every rank."""
-    comm = dist.comm
+def combine_partials(
+    partial: np.ndarray, ufunc: np.ufunc, dist: Distributor | None, comm: Any = None
+) -> np.ndarray:
+    """Collective over ``comm`` (default ``dist.comm``): combine per-rank ``partial`` arrays
+    with ``ufunc``; identical on every rank."""
+    comm = dist.comm if comm is None else comm
     if comm.size == 1:
         return partial
     if partial.size * comm.size <= _config.small_reduce():
@@ -170,6 +174,8 @@ def _kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> D
     """Layout of a result where the distributed axis was not reduced."""
     if d.replicated:
         return get_distributor("not", shape, d.comm)
+    if is_mesh(d):
+        return reduced_layout(d, axes, keepdims, shape)
     ax = d.axis if keepdims else d.axis - sum(a < d.axis for a in axes)
     return like(d, shape, axis=ax)
 
@@ -199,6 +205,9 @@ def store(res: Any, out: Any) -> Any:
     if out.shape != shape:
         raise ValueError(f"output parameter has shape {out.shape}, the result has {shape}")
     np.copyto(np.empty((), out.dtype), np.zeros((), dtype), casting="same_kind")
+    if isinstance(res, D2O) and (is_mesh(out.distributor) or is_mesh(res.distributor)):
+        out.data[...] = redistribute(res.data, res.distributor, out.distributor)
+        return out
     out[...] = res
     return out
 
@@ -245,6 +254,8 @@ def reduce(
         return _full_reduce(obj, name, fn, combine, fill, kwargs, keepdims)
     with agreed(d.comm):
         rdtype, axes = _validate(obj, name, fn, axis, kwargs)
+    if is_mesh(d):
+        return _mesh_reduce(obj, fn, combine, fill, rdtype, axes, keepdims, kwargs)
     if d.axis not in axes:
         res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
         gshape = _reduced_shape(d.global_shape, axes, keepdims)
@@ -286,11 +297,44 @@ def _full_reduce(
         error = exc
     rows = allgather_agreed(d.comm, error, rec)
     parts = rows.view(rdtype)[:, RECORD_HEADER // rdtype.itemsize]
+    if is_mesh(d):  # replicas hold the same elements: count each once
+        parts = parts[sources(d)]
     total = rdtype.type(combine.reduce(parts, dtype=rdtype))
     if keepdims:
         full = np.full((1,) * d.ndim, total, dtype=rdtype)
         return _from_local(full, get_distributor("not", full.shape, d.comm))
     return total
+
+
+def _mesh_reduce(
+    obj: D2O,
+    fn: Callable,
+    combine: np.ufunc,
+    fill: Any,
+    rdtype: np.dtype,
+    axes: tuple,
+    keepdims: bool,
+    kwargs: dict,
+) -> Any:
+    """Collective in the sub-communicator of the mesh axes that split a reduced axis: local
+    partials combined there (local when no split axis is reduced); the result keeps the
+    mesh, those mesh axes now holding replicas."""
+    d = obj.distributor
+    gshape = _reduced_shape(d.global_shape, axes, keepdims)
+    target = reduced_layout(d, axes, keepdims, gshape)
+    mesh_axes = tuple(m for m, s in enumerate(d.split) if s is not None and s in axes)
+    if not mesh_axes:
+        return _from_local(fn(obj.data, axis=axes, keepdims=keepdims, **kwargs), target)
+    pshape = _reduced_shape(obj.data.shape, axes, True)
+    empty = any(obj.data.shape[d.split[m]] == 0 for m in mesh_axes)
+    if empty and fill is not None and "initial" not in kwargs:
+        partial = np.full(pshape, fill(rdtype), dtype=rdtype)
+    else:
+        partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
+    total = combine_partials(partial, combine, None, subcomm(d, mesh_axes))
+    if not keepdims:
+        total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
+    return _wrap_result(total, target)
 
 
 _PROBES: dict = {}
@@ -369,6 +413,8 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
         error = exc
     rows = allgather_agreed(d.comm, error, rec)
     recs = rows[:, RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)
+    if is_mesh(d):  # replicas hold the same elements: count each once
+        recs = recs[sources(d)]
     n, mean, m2 = 0.0, 0.0, 0.0
     for nb, re, im, m2b in recs:  # rank order: bit-identical on every rank
         if nb == 0:
@@ -474,8 +520,7 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
                 n_loc = obj.data.shape[ax]
                 i = rest % n_loc
                 rest //= n_loc
-                if ax == d.axis:
-                    i += d.local_start
+                i += d.start(ax)
                 gi += i * _stride(d.global_shape, ax)
             return np.array([gi], dtype=np.int64), data[li : li + 1], 0
         return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
@@ -483,7 +528,7 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
     if data.shape[ax]:
         li = np.expand_dims(fn(data, axis=ax), ax)
         val = np.take_along_axis(data, li, axis=ax)
-        return li.astype(np.int64) + d.local_start, val, ax
+        return li.astype(np.int64) + d.start(ax), val, ax
     shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
     return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
 
@@ -548,6 +593,11 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
             else get_distributor("not", res.shape, d.comm)
         )
         return _from_local(res, lay)
+    if is_mesh(d) and axis is not None:
+        with agreed(d.comm):
+            axes = _norm_axes(axis, d.ndim)
+        if any(s in axes for s in d.split_axes()):  # no mesh algorithm yet: on slabs
+            return _arg(as_slab(obj), name, axis, None, keepdims)
     if axis is None and not obj.dtype.hasobject:
         vals, idxs = _arg_full_records(obj, fn, keepdims)
         ax = 0
@@ -561,7 +611,7 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
             return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
         gi, val, ax = _arg_local(obj, fn, axis, axes)
         vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
-    lengths = d.lengths()
+    lengths = d.piece_sizes() if is_mesh(d) else d.lengths()
     if axis is None and not keepdims:  # one candidate per rank: compare numpy scalars
         return np.intp(_best_scalar(name, vals.reshape(-1), idxs.reshape(-1), lengths))
     best_v, best_i = None, None

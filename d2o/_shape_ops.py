@@ -32,6 +32,7 @@ from ._distributors import (
     slab_distributor,
 )
 from ._errors import agree_gather, agreed
+from ._layout import is_mesh, permuted
 from ._redistribution import exchange
 
 __all__ = ["reshape", "transpose", "swapaxes", "wrap"]
@@ -59,6 +60,8 @@ def _permuted(d: Distributor, axes: tuple) -> Distributor:
     shape = tuple(d.global_shape[a] for a in axes)
     if d.replicated:
         return get_distributor(d.strategy, shape, d.comm)
+    if is_mesh(d):
+        return permuted(d, axes)
     return slab_distributor(shape, d.comm, axes.index(d.axis), d.offsets, d.strategy)
 
 
@@ -386,7 +389,7 @@ def _enumerate(self: D2O, axis: int) -> Iterator[tuple[int, int]]:
     """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
     d = self.distributor
     ax = _normalize_axis(axis, d.ndim)
-    offset = 0 if d.replicated or ax != d.axis else d.local_start  # type: ignore[attr-defined]
+    offset = d.local_slice[ax].start or 0 if ax < len(d.local_slice) else 0
     return ((i, offset + i) for i in range(self.data.shape[ax]))
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ._layout import is_mesh
+
 __all__ = ["show"]
 
 _MAX_CELLS = 16  # intervals per drawn axis; larger layouts are listed instead
@@ -108,13 +110,20 @@ def show(obj: Any, file: Any = None, rank: int | None = 0) -> str:
     if d.replicated:
         text = title + f"{d.strategy!r}: replicated, every rank of {P} holds the whole array"
     else:
-        title += f"{d.strategy!r} split along axis {d.axis} over {P} rank(s)"
+        split = sorted(d.split_axes())
+        if is_mesh(d):
+            title += f"{d.layout!r} over {P} rank(s)"  # type: ignore[attr-defined]
+        else:
+            title += f"{d.strategy!r} split along axis {split[0]} over {P} rank(s)"
         boxes = []
         for r in range(P):
             box = d.region(r)
             boxes.append(None if any(b <= a for a, b in box) else box)
-        ax = d.axis
-        axes = (ax,) if len(shape) == 1 else ((0, ax) if ax else (0, 1))
+        ax = split[0]
+        if len(split) > 1:
+            axes = tuple(split[:2])
+        else:
+            axes = (ax,) if len(shape) == 1 else ((0, ax) if ax else (0, 1))
         lines = [title]
         if len(shape) > 1:
             names = " x ".join(f"axis {a}" for a in axes)

@@ -24,8 +24,8 @@ import numpy as np
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, like, slab_distributor
 from ._errors import agreed, defer
-from ._layout import as_slab, is_mesh
-from ._redistribution import redistribute
+from ._layout import is_mesh, moved
+from ._redistribution import exchange, redistribute
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
 
@@ -51,9 +51,11 @@ def result_layout(operands: list, shape: tuple) -> Distributor:
             raise ValueError("operands live on different communicators")
         if d.replicated:
             continue
-        t = d.axis + len(shape) - d.ndim
-        if x.shape[d.axis] == shape[t]:
-            return d if d.global_shape == shape else like(d, shape, axis=t)
+        shift = len(shape) - d.ndim
+        if all(x.shape[a] == shape[a + shift] for a in d.split_axes()):
+            if d.global_shape == shape:
+                return d
+            return moved(d, shape, shift) if is_mesh(d) else like(d, shape, axis=d.axis + shift)
         if fallback is None:
             fallback = d
     if fallback is not None:
@@ -72,6 +74,8 @@ def align(x: Any, target: Distributor) -> Any:
             return x.data
         if target.replicated:
             return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
+        if is_mesh(target):
+            return _align_to_boxes(x, target)
         k = target.axis - (target.ndim - x.ndim)
         if k >= 0 and x.shape[k] == target.global_shape[target.axis]:
             if not d.replicated and d.axis == k and d.offsets == target.offsets:
@@ -82,10 +86,51 @@ def align(x: Any, target: Distributor) -> Any:
     if target.replicated or isinstance(x, _SCALARS) or x is None:
         return x
     x = np.asarray(x)
+    if is_mesh(target):
+        return x[_slices(_wanted(x.shape, target)(target.comm.rank))]
     k = target.axis - (target.ndim - x.ndim)
     if k >= 0 and x.shape[k] != 1:
         return x[(slice(None),) * k + (slice(target.local_start, target.local_stop),)]
     return x
+
+
+def _wanted(shape: tuple, target: Distributor):
+    """Per rank, the box of an operand of ``shape`` that meets ``target``'s box under
+    broadcasting (whole along the operand's broadcast axes)."""
+    shift = target.ndim - len(shape)
+    full = target.global_shape[shift:]
+
+    def want(rank: int) -> tuple:
+        box = target.region(rank)[shift:]
+        return tuple(b if n == m else (0, n) for n, m, b in zip(shape, full, box))
+
+    return want
+
+
+def _slices(box: tuple) -> tuple:
+    return tuple(slice(a, b) for a, b in box)
+
+
+#: (operand distributor, target) -> True when the operand's boxes already are the wanted ones.
+_IN_PLACE: dict = {}
+
+
+def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
+    """``x``'s part for a result on a mesh layout: cut locally when ``x`` is replicated,
+    else one exchange (none when ``x``'s boxes already are the wanted ones)."""
+    d = x.distributor
+    want = _wanted(x.shape, target)
+    if d.replicated:
+        return x.data[_slices(want(d.comm.rank))]
+    key = (d, target)
+    same = _IN_PLACE.get(key)
+    if same is None:
+        if len(_IN_PLACE) > 256:
+            _IN_PLACE.clear()
+        same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
+    if same:
+        return x.data
+    return exchange(d.comm, x.data, d.region, want, send=d.source)
 
 
 def _wrap(result: Any, dist: Distributor) -> Any:
@@ -96,20 +141,17 @@ def _wrap(result: Any, dist: Distributor) -> Any:
 
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """Apply a numpy ufunc (method ``'__call__'``, ``'reduce'``, ``'accumulate'``)."""
-    if method == "reduce":
-        from ._reductions import ufunc_reduce
+    if method in ("reduce", "accumulate"):
+        from . import _reductions
+        from ._funnel import _on_slabs
 
-        return ufunc_reduce(ufunc, *inputs, **kwargs)
-    if method == "accumulate":
-        from ._reductions import ufunc_accumulate
-
-        return ufunc_accumulate(ufunc, *inputs, **kwargs)
+        fn = _reductions.ufunc_reduce if method == "reduce" else _reductions.ufunc_accumulate
+        # no mesh algorithm yet: mesh operands run on their slab equivalents
+        return _on_slabs(fn, method, (ufunc, *inputs), kwargs)
     if method != "__call__":
         return NotImplemented
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
-    if any(isinstance(x, D2O) and is_mesh(x.distributor) for x in inputs + outs):
-        return _on_mesh(ufunc, inputs, outs, kwargs)
     shapes = [_shape_of(x) for x in inputs]
     first = next((x for x in inputs + outs if isinstance(x, D2O)), None)
     with agreed(first.distributor.comm):
@@ -142,46 +184,6 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     return _wrap(result, target)
 
 
-def _on_mesh(ufunc: np.ufunc, inputs: tuple, outs: tuple, kwargs: dict) -> Any:
-    """A ufunc with operands on a mesh layout: local when every distributed operand (and
-    out) shares one layout and the others are scalars; otherwise on the slab equivalents
-    (`d2o._layout.as_slab`, one exchange each), the results written back into ``out``."""
-    arrays = [x for x in inputs + outs if isinstance(x, D2O)]
-    d = arrays[0].distributor
-    where = kwargs.get("where", True)
-    if (
-        all(x.distributor is d for x in arrays)
-        and all(isinstance(x, (D2O, *_SCALARS)) for x in inputs)
-        and all(o is not None for o in outs)
-        and (where is True or isinstance(where, D2O) and where.distributor is d)
-    ):
-        local = [x.data if isinstance(x, D2O) else x for x in inputs]
-        if where is not True:
-            kwargs["where"] = where.data
-        if outs:
-            kwargs["out"] = tuple(o.data for o in outs)
-        res = ufunc(*local, **kwargs)
-        if outs:
-            return outs if len(outs) > 1 else outs[0]
-        return _wrap(res, d)
-    if isinstance(where, D2O):
-        kwargs["where"] = as_slab(where)
-    res = apply_ufunc(ufunc, "__call__", tuple(as_slab(x) for x in inputs), kwargs)
-    if not outs:
-        return res
-    results = res if isinstance(res, tuple) else (res,)
-    done = []
-    for o, r in zip(outs, results):
-        if o is None:
-            done.append(r)
-            continue
-        if o.shape != r.shape:
-            raise ValueError(f"non-broadcastable output operand with shape {o.shape}")
-        o.data[...] = redistribute(r.data, r.distributor, o.distributor)
-        done.append(o)
-    return tuple(done) if len(done) > 1 else done[0]
-
-
 def align_out(o: D2O, target: Distributor) -> np.ndarray:
     if o.distributor is not target:  # pragma: no cover - target is out[0]'s layout
         raise ValueError("all out= arrays must share one layout")
@@ -193,9 +195,10 @@ def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs
         # Generalized ufuncs (matmul, vecdot, ...) are not element-wise: applying them to
         # the local pieces would be wrong.  matmul has a distributed implementation.
         if ufunc is np.matmul and method == "__call__" and not kwargs:
+            from ._funnel import _on_slabs
             from ._linalg import matmul
 
-            return matmul(*inputs)
+            return _on_slabs(matmul, "matmul", inputs, {})
         return NotImplemented
     if method == "__call__" and not kwargs:
         # Fast path (np.sqrt(obj), np.add(obj, 1)): Python scalars, numpy scalars and

@@ -44,6 +44,7 @@ from ._distributors import (
     slab_distributor,
 )
 from ._errors import agreed
+from ._layout import as_slab, is_mesh
 from ._redistribution import exchange, redistribute
 
 _BACKEND: list = []
@@ -332,6 +333,12 @@ def _run(x: Any, steps: list, norm: Any, dist_axis: Any) -> Any:
     d = x.distributor
     comm = d.comm
     data = x.data
+    if is_mesh(d):  # no mesh algorithm yet: on the slab equivalent, back to the mesh
+        res = _run(as_slab(x), steps, norm, dist_axis)
+        if dist_axis is not None:
+            return res
+        final = d.layout.distributor(res.shape)  # type: ignore[attr-defined]
+        return _from_local(redistribute(res.data, res.distributor, final), final)
     if d.replicated or comm.size == 1:
         for kind, ops in steps:
             data = _local(kind, data, ops, norm)

@@ -11,15 +11,55 @@ DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128"
 STRATEGIES = ["not", "equal", "fftw", "freeform"]
 
 
+# Process-mesh layouts the suite runs on besides the paper's strategies, by name:
+# (split, replica mesh) per array dimension.  The mesh is (2, P // 2) for even P, else
+# (P, 1), so a 2x2 mesh is exercised at 4 ranks and a replica mesh axis at 2 and 4.
+MESH_SPLITS = {
+    "mesh01": (0, 1),  # rows over mesh axis 0, columns over mesh axis 1
+    "mesh10": (1, 0),  # the transposed split
+    "meshrep": (None, 0),  # mesh axis 0 holds replicas
+    "mesh02": (0, 2),  # a 3-d array cut along its first and last axes
+}
+
+
+def mesh_names(ndim: int) -> list[str]:
+    """The mesh layouts used for arrays of ``ndim`` dimensions."""
+    if ndim == 1:
+        return ["meshrep"]
+    if ndim == 2:
+        return ["mesh01", "mesh10", "meshrep"]
+    if ndim >= 3:
+        return ["mesh02", "mesh10"]
+    return []
+
+
+def mesh_of(name: str, comm=None):
+    """The `d2o.layout` named ``name`` (see MESH_SPLITS) on ``comm``."""
+    import d2o
+
+    comm = default_comm() if comm is None else comm
+    p = comm.size
+    mesh = (2, p // 2) if p % 2 == 0 else (p, 1)
+    return d2o.layout(mesh=mesh, split=MESH_SPLITS[name], comm=comm)
+
+
+def spec(strategy: str):
+    """What to pass as ``distribution_strategy=`` for a name from `layouts`."""
+    return mesh_of(strategy) if strategy in MESH_SPLITS else strategy
+
+
 def layouts(ndim: int) -> list[tuple[str, int]]:
-    """(strategy, axis) pairs for an array of ``ndim`` dimensions (axis -1 on 3-d)."""
+    """(strategy, axis) pairs for an array of ``ndim`` dimensions (axis -1 on 3-d).
+
+    Mesh layouts appear as their names in MESH_SPLITS (axis 0, unused); `make` builds them.
+    """
     if ndim == 0:
         return [("not", 0), ("equal", 0)]
     axes = [0] if ndim == 1 else [0, 1] if ndim == 2 else [0, 1, -1]
     out = [("not", 0)]
     for s in ("equal", "fftw", "freeform"):
         out += [(s, a) for a in axes]
-    return out
+    return out + [(m, 0) for m in mesh_names(ndim)]
 
 
 def freeform_lengths(n: int, size: int) -> list[int]:
@@ -29,6 +69,13 @@ def freeform_lengths(n: int, size: int) -> list[int]:
 
 def make(a: np.ndarray, strategy: str, axis: int = 0) -> distributed_data_object:
     """The distributed version of ``a`` in the given layout (collective)."""
+    if strategy in MESH_SPLITS:
+        if a.ndim == 0:
+            strategy = "equal"
+        else:
+            if max(s for s in MESH_SPLITS[strategy] if s is not None) >= a.ndim:
+                strategy = "meshrep"  # the split does not fit: the replica mesh instead
+            return distributed_data_object(a, distribution_strategy=mesh_of(strategy))
     if strategy != "freeform" or a.ndim == 0:
         strategy = "equal" if strategy == "freeform" else strategy  # 0-d: replicated anyway
         return distributed_data_object(a, distribution_strategy=strategy, axis=axis)

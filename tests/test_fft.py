@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import traced_peak
+from _helpers import mesh_names, spec, traced_peak
 
 import d2o.fft as dfft
 from d2o import distributed_data_object as D2O
@@ -17,7 +17,8 @@ TOL = dict(rtol=1e-10, atol=1e-10)
 
 
 def _layouts(ndim):
-    return [("not", 0)] + [(s, ax) for s in ("equal", "fftw") for ax in range(ndim)]
+    meshes = [(m, 0) for m in mesh_names(ndim)]
+    return [("not", 0)] + [(s, ax) for s in ("equal", "fftw") for ax in range(ndim)] + meshes
 
 
 def _freeform(a, axis):
@@ -37,7 +38,7 @@ def _complex(shape):
 def test_fftn_ifftn_every_layout(shape):
     a = _complex(shape)
     for layout in _layouts(len(shape)):
-        x = D2O(a, distribution_strategy=layout[0], axis=layout[1])
+        x = D2O(a, distribution_strategy=spec(layout[0]), axis=layout[1])
         y = dfft.fftn(x)
         assert_equal_to_numpy(y, np.fft.fftn(a), **TOL)
         collective_assert(y.distributor is x.distributor, f"{layout}: output layout changed")
@@ -51,8 +52,8 @@ def test_fft_along_each_axis(shape):
     a = _complex(shape)
     r = a.real.copy()
     for layout in _layouts(len(shape)):
-        x = D2O(a, distribution_strategy=layout[0], axis=layout[1])
-        xr = D2O(r, distribution_strategy=layout[0], axis=layout[1])
+        x = D2O(a, distribution_strategy=spec(layout[0]), axis=layout[1])
+        xr = D2O(r, distribution_strategy=spec(layout[0]), axis=layout[1])
         for ax in range(len(shape)):
             assert_equal_to_numpy(dfft.fft(x, axis=ax), np.fft.fft(a, axis=ax), **TOL)
             assert_equal_to_numpy(
@@ -68,7 +69,7 @@ def test_fft_along_each_axis(shape):
 def test_rfftn_irfftn(shape):
     r = RNG.standard_normal(shape)
     for layout in _layouts(len(shape)):
-        x = D2O(r, distribution_strategy=layout[0], axis=layout[1])
+        x = D2O(r, distribution_strategy=spec(layout[0]), axis=layout[1])
         k = dfft.rfftn(x, norm="ortho")
         assert_equal_to_numpy(k, np.fft.rfftn(r, norm="ortho"), **TOL)
         back = dfft.irfftn(k, s=shape, norm="ortho")

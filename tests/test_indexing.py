@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import MESH_SPLITS
+from _helpers import make as make_layout
 
 from d2o import distributed_data_object
 from d2o._comm import default_comm
@@ -21,6 +23,10 @@ LAYOUTS = [
     ("fftw", -1),
     ("freeform", 0),
     ("freeform", 1),
+    ("mesh01", 0),
+    ("mesh10", 0),
+    ("meshrep", 0),
+    ("mesh02", 0),
 ]
 
 
@@ -39,6 +45,8 @@ def make(a: np.ndarray, strategy: str, axis: int = 0):
     a = np.asarray(a)
     if a.ndim == 0:
         return distributed_data_object(a, distribution_strategy="not")
+    if strategy in MESH_SPLITS:
+        return make_layout(a, strategy)
     ax = axis % a.ndim if -a.ndim <= axis < a.ndim else 0
     if strategy != "freeform":
         return distributed_data_object(a, distribution_strategy=strategy, axis=ax)

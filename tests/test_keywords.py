@@ -327,8 +327,7 @@ def _(kw):
         pairs = list(x.enumerate(**kw))
         local = x.get_local_data()
         for i, g in pairs:
-            np.testing.assert_array_equal(local[i], A[g]) if x.distributor.axis in (0, None) \
-                else None  # fmt: skip
+            np.testing.assert_array_equal(local[i], A[g][x.distributor.local_slice[1:]])
         assert len(pairs) == local.shape[0]
 
 

@@ -6,7 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
-from _helpers import traced_peak
+from _helpers import MESH_SPLITS, mesh_names, spec, traced_peak
+from _helpers import make as make_layout
 
 from d2o import distributed_data_object as D2O
 from d2o._comm import default_comm
@@ -26,6 +27,8 @@ def _freeform_lengths(n: int, size: int) -> list[int]:
 
 def make(a: np.ndarray, strategy: str, axis: int) -> D2O:
     """A d2o holding ``a`` in the given layout (freeform: uneven pieces, some empty)."""
+    if strategy in MESH_SPLITS:
+        return make_layout(a, strategy)
     if strategy != "freeform":
         return D2O(a, distribution_strategy=strategy, axis=axis)
     lengths = _freeform_lengths(a.shape[axis], COMM.size)
@@ -53,7 +56,7 @@ def layouts(ndim: int, with_freeform: bool = True):
     out = [("not", 0)]
     for strategy in ("equal", "fftw") + (("freeform",) if with_freeform else ()):
         out += [(strategy, ax) for ax in range(ndim)]
-    return out
+    return out + [(m, 0) for m in mesh_names(ndim)]
 
 
 def _array(shape, dtype=np.float64):
@@ -70,9 +73,12 @@ def test_every_pair_of_layouts(shape):
             continue  # freeform lengths are chosen by the ranks, not a copy target
         label = f"{s1}/{a1} -> {s2}/{a2}"
         x = make(a, s1, a1)
-        y = x.copy(distribution_strategy=s2, axis=a2)
+        y = x.copy(distribution_strategy=spec(s2), axis=a2)
         errors.append(_mismatch(y, a, label))
-        if y.distribution_strategy != s2 or (s2 != "not" and y.axis != a2):
+        if s2 in MESH_SPLITS:
+            if y.distributor is not spec(s2).distributor(shape):
+                errors.append(f"{label}: got {y.distributor}")
+        elif y.distribution_strategy != s2 or (s2 != "not" and y.axis != a2):
             errors.append(f"{label}: got {y.distribution_strategy}/{y.axis}")
         if y.local_shape != y.distributor.local_shape:
             errors.append(f"{label}: local piece {y.local_shape} != layout's")
