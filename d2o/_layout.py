@@ -310,6 +310,38 @@ def subcomm(d: MeshDistributor, mesh_axes: tuple) -> Comm:
     return sub
 
 
+def one_mesh_axis(src: Distributor, dst: Distributor) -> int | None:
+    """The mesh axis along which two mesh layouts of one array differ, when they differ
+    along exactly one (then data moves only inside that axis's sub-communicators)."""
+    if type(src) is not MeshDistributor or type(dst) is not MeshDistributor:
+        return None
+    if src.layout.mesh != dst.layout.mesh or src.comm is not dst.comm:
+        return None
+    diff = [m for m, (a, b) in enumerate(zip(src.split, dst.split)) if a != b]
+    return diff[0] if len(diff) == 1 and src.global_shape == dst.global_shape else None
+
+
+def exchange_along(data: np.ndarray, src: MeshDistributor, dst: MeshDistributor, m: int):
+    """Collective in the sub-communicator of mesh axis ``m``: this rank's piece of ``dst``
+    from its piece ``data`` of ``src``, where the two differ along mesh axis ``m`` only."""
+    from ._redistribution import exchange
+
+    me = src.comm.rank
+    mine, want = src.region(me), dst.region(me)
+    if src.split[m] is None:  # every member of the group holds what this rank wants
+        cut = tuple(slice(a - h, b - h) for (a, b), (h, _) in zip(want, mine))
+        return data[cut].copy()
+    mesh = src.layout.mesh
+    coords = list(src.coords)
+
+    def rank_of(j: int) -> int:
+        coords[m] = j
+        return int(np.ravel_multi_index(coords, mesh))
+
+    sub = subcomm(src, (m,))
+    return exchange(sub, data, lambda j: src.region(rank_of(j)), lambda j: dst.region(rank_of(j)))
+
+
 def is_mesh(d: Distributor) -> bool:
     """True for layouts that only the mesh-aware code paths understand."""
     return type(d) is MeshDistributor

@@ -25,7 +25,7 @@ from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, like, slab_distributor
 from ._errors import agreed, defer
 from ._layout import is_mesh, moved
-from ._redistribution import exchange, redistribute
+from ._redistribution import exchange, redistribute, same_pieces
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
 
@@ -122,12 +122,15 @@ def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
     want = _wanted(x.shape, target)
     if d.replicated:
         return x.data[_slices(want(d.comm.rank))]
-    key = (d, target)
-    same = _IN_PLACE.get(key)
-    if same is None:
-        if len(_IN_PLACE) > 256:
-            _IN_PLACE.clear()
-        same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
+    if x.shape == target.global_shape:
+        same = same_pieces(d, target)
+    else:
+        key = (d, target)
+        same = _IN_PLACE.get(key)
+        if same is None:
+            if len(_IN_PLACE) > 256:
+                _IN_PLACE.clear()
+            same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
     if same:
         return x.data
     return exchange(d.comm, x.data, d.region, want, send=d.source)

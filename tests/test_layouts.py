@@ -151,6 +151,45 @@ def test_copy_between_layouts_moves_only_what_changes_owner():
             assert moved == expect, (la, lb, moved, expect)
 
 
+def _mask(box, shape):
+    m = np.zeros(shape, dtype=bool)
+    m[tuple(slice(a, b) for a, b in box)] = True
+    return m
+
+
+@pytest.mark.skipif(P % 2, reason="needs a (2, P // 2) mesh")
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_change_along_one_mesh_axis_stays_in_its_group(dtype):
+    """Layouts that differ along one mesh axis exchange inside that axis's group of ranks
+    (trace: the collective's group size) and move exactly the bytes whose owner changes."""
+    shape, mesh = (6, 5), (2, P // 2)
+    a = sample(shape, dtype)
+    comm = default_comm()
+    me = comm.rank
+    cases = [((0, 1), (0, None), 1), ((0, 1), (None, 1), 0), ((1, 0), (None, 0), 0)]
+    cases += [((0, None), (0, 1), 1), ((None, 1), (0, 1), 0)]  # from replicas: no exchange
+    for src, dst, m in cases:
+        la, lb = d2o.layout(mesh, src), d2o.layout(mesh, dst)
+        x = distributed_data_object(a, distribution_strategy=la)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            y = x.copy(distribution_strategy=lb)
+        assert_equal_to_numpy(y, a)
+        dx, dy = x.distributor, y.distributor
+        coords = np.array([np.unravel_index(r, mesh) for r in range(P)])
+        group = [q for q in range(P) if all(coords[q][k] == coords[me][k] for k in (1 - m,))]
+        held = [_mask(dx.region(q), shape) for q in range(P)]
+        wanted = [_mask(dy.region(q), shape) for q in range(P)]
+        received = int((wanted[me] & ~held[me]).sum()) * a.itemsize
+        sent = sum(int((held[me] & wanted[q] & ~held[q]).sum()) for q in group if q != me)
+        if src[m] is None:
+            sent = 0  # every rank of the group holds what it wants
+        calls = [c for c in t.calls if c[1] == "Alltoallw"]
+        assert all(c[4] == mesh[m] for c in calls), (src, dst, calls)
+        assert sum(c[3] for c in calls) == received, (src, dst, calls, received)
+        assert sum(c[2] for c in calls) == sent * a.itemsize, (src, dst, calls, sent)
+        assert len(calls) == (0 if src[m] is None or mesh[m] == 1 else 1), (src, dst, calls)
+
+
 def test_bad_layouts_raise_everywhere():
     assert_raises_everywhere(ValueError, d2o.layout, mesh=(P + 1,))
     assert_raises_everywhere(ValueError, d2o.layout, mesh=(P,), split=(0, 1))
