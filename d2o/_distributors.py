@@ -94,13 +94,16 @@ class Distributor:
         replicas send each element from one rank only); here all of it."""
         return self.region(rank)
 
-    def start(self, axis: int) -> int:
-        """The global index of this rank's first element along ``axis``."""
-        return (self.local_slice[axis].start or 0) if axis < len(self.local_slice) else 0
+    def global_indices(self, axis: int) -> np.ndarray:
+        """The global indices along ``axis`` of this rank's piece, in local order."""
+        start = (self.local_slice[axis].start or 0) if axis < len(self.local_slice) else 0
+        return np.arange(start, start + self.local_shape[axis], dtype=np.intp)
 
     def piece_sizes(self) -> list:
         """The number of elements each rank holds."""
-        return [math.prod(b - a for a, b in self.region(r)) for r in range(self.comm.size)]
+        from ._layout import run_length
+
+        return [math.prod(run_length(e) for e in self.region(r)) for r in range(self.comm.size)]
 
     def split_axes(self) -> tuple:
         """The array axes that are cut between ranks (none when replicated)."""

@@ -102,12 +102,11 @@ class Layout:
             split.append(None if s is None else s % ndim)
         if len({s for s in split if s is not None}) < sum(s is not None for s in split):
             raise ValueError(f"split {self.split} names one array axis twice for {ndim}-d arrays")
-        if any(b is not None for b in self.block):
-            raise NotImplementedError("block-cyclic layouts are not implemented yet")
         used = [(m, s) for m, s in enumerate(split) if s is not None]
+        cyclic = any(self.block[m] is not None for m, _ in used)
         if not used or not shape:
             d = get_distributor("not", shape, self.comm)
-        elif len(used) == 1 and math.prod(self.mesh) == self.mesh[used[0][0]]:
+        elif len(used) == 1 and math.prod(self.mesh) == self.mesh[used[0][0]] and not cyclic:
             d = get_distributor("equal", shape, self.comm, used[0][1])  # the paper's slabs
         else:
             d = MeshDistributor(shape, self.comm, self, tuple(split))
@@ -180,10 +179,55 @@ def layout(
     return lay
 
 
-class MeshDistributor(Distributor):
-    """Blocks on a process mesh: every rank holds one box (see the module notes)."""
+def _cyclic_runs(n: int, p: int, b: int, c: int) -> tuple:
+    """The (start, stop) runs of ``range(n)`` that mesh coordinate ``c`` of ``p`` holds when
+    blocks of ``b`` are dealt round-robin (ScaLAPACK's block-cyclic rule)."""
+    return tuple((k * b, min(k * b + b, n)) for k in range(c, -(-n // b), p))
 
-    __slots__ = ("layout", "split", "coords", "offsets_per_mesh_axis", "_regions", "_sources")
+
+def is_runs(entry: tuple) -> bool:
+    """True for a tuple of (start, stop) runs, False for one (start, stop) pair."""
+    return not entry or isinstance(entry[0], tuple)
+
+
+def as_runs(entry: tuple) -> tuple:
+    """One axis of a region as a tuple of non-empty runs."""
+    runs = entry if is_runs(entry) else (entry,)
+    return tuple(r for r in runs if r[1] > r[0])
+
+
+def run_length(entry: tuple) -> int:
+    """The number of indices in one axis of a region: a (start, stop) pair or a tuple of runs."""
+    if is_runs(entry):
+        return sum(b - a for a, b in entry)
+    return entry[1] - entry[0]
+
+
+def index_of(box: tuple) -> tuple:
+    """A numpy index selecting ``box`` (runs allowed) from a global array: slices for a
+    plain box, an open mesh of index arrays (``np.ix_``) when some axis has several runs."""
+    if not any(is_runs(e) for e in box):
+        return tuple(slice(a, b) for a, b in box)
+    return np.ix_(*[_indices(e) for e in box])
+
+
+def _indices(entry: tuple) -> np.ndarray:
+    if not is_runs(entry):
+        return np.arange(entry[0], entry[1], dtype=np.intp)
+    if not entry:
+        return np.zeros(0, dtype=np.intp)
+    return np.concatenate([np.arange(a, b, dtype=np.intp) for a, b in entry])
+
+
+class MeshDistributor(Distributor):
+    """Blocks or block-cyclic pieces on a process mesh (see the module notes).
+
+    ``region(rank)`` has, per array axis, a (start, stop) pair, or for an axis split
+    block-cyclically the tuple of (start, stop) runs the rank holds; they are stored
+    compactly, in global order, in the local array (ScaLAPACK's local storage).
+    """
+
+    __slots__ = ("layout", "split", "coords", "runs", "cyclic", "_regions", "_sources")
 
     def __init__(self, global_shape: tuple, comm: Comm, lay: Layout, split: tuple) -> None:
         from . import _funnel
@@ -198,20 +242,28 @@ class MeshDistributor(Distributor):
         self.replicated = False
         self.ndim = len(global_shape)
         self.size = int(np.prod(global_shape, dtype=np.int64))
-        offs = []
+        runs: list = []
         for m, s in enumerate(split):
             if s is None:
-                offs.append(None)
+                runs.append(None)
+            elif lay.block[m] is None:
+                o = np.concatenate(([0], np.cumsum(equal_lengths(global_shape[s], lay.mesh[m]))))
+                runs.append(tuple((int(o[c]), int(o[c + 1])) for c in range(lay.mesh[m])))
             else:
-                lengths = equal_lengths(global_shape[s], lay.mesh[m])
-                offs.append(tuple(np.concatenate(([0], np.cumsum(lengths))).tolist()))
-        self.offsets_per_mesh_axis = tuple(offs)
+                n, p, b = global_shape[s], lay.mesh[m], lay.block[m]
+                runs.append(tuple(_cyclic_runs(n, p, b, c) for c in range(p)))
+        self.runs = tuple(runs)  # per mesh axis, per coordinate: a pair, or a tuple of runs
+        self.cyclic = any(s is not None and lay.block[m] is not None for m, s in enumerate(split))
         self._regions: list = [None] * comm.size
         self._sources: list = [None] * comm.size
         self.coords = self.coords_of(comm.rank)
         box = self.region(comm.rank)
-        self.local_shape = tuple(b - a for a, b in box)
-        self.local_slice = tuple(slice(a, b) for a, b in box)
+        self.local_shape = tuple(run_length(e) for e in box)
+        self.local_slice = index_of(box)
+
+    def global_indices(self, axis: int) -> np.ndarray:
+        """The global indices along ``axis`` of this rank's piece, in local order."""
+        return _indices(self.region(self.comm.rank)[axis])
 
     def coords_of(self, rank: int) -> tuple:
         """The mesh coordinates of ``rank`` (C order)."""
@@ -224,8 +276,7 @@ class MeshDistributor(Distributor):
             b = [(0, n) for n in self.global_shape]
             for m, s in enumerate(self.split):
                 if s is not None:
-                    o = self.offsets_per_mesh_axis[m]
-                    b[s] = (o[c[m]], o[c[m] + 1])
+                    b[s] = self.runs[m][c[m]]
             box = self._regions[rank] = tuple(b)
         return box
 
@@ -252,7 +303,7 @@ def moved(d: MeshDistributor, shape: tuple, shift: int) -> Distributor:
     """``d``'s layout for an array of ``shape`` whose axis ``a + shift`` is ``d``'s axis
     ``a`` (a broadcast result); local."""
     lay = d.layout
-    split = tuple(None if s is None else s + shift for s in d.split)
+    split = tuple(None if s is None else s + shift for s in d.split)  # blocks stay per mesh axis
     return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
 
 
@@ -315,7 +366,7 @@ def one_mesh_axis(src: Distributor, dst: Distributor) -> int | None:
     along exactly one (then data moves only inside that axis's sub-communicators)."""
     if type(src) is not MeshDistributor or type(dst) is not MeshDistributor:
         return None
-    if src.layout.mesh != dst.layout.mesh or src.comm is not dst.comm:
+    if src.layout.mesh != dst.layout.mesh or src.comm is not dst.comm or src.cyclic or dst.cyclic:
         return None
     diff = [m for m, (a, b) in enumerate(zip(src.split, dst.split)) if a != b]
     return diff[0] if len(diff) == 1 and src.global_shape == dst.global_shape else None

@@ -15,6 +15,7 @@ the same call with different boxes.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from ._comm import MPI, Comm
 from ._distributors import Distributor
 from ._errors import check_gather
-from ._layout import exchange_along, one_mesh_axis
+from ._layout import as_runs, exchange_along, is_runs, one_mesh_axis, run_length
 
 __all__ = ["exchange", "redistribute", "gather"]
 
@@ -31,19 +32,67 @@ BoxFn = Callable[[int], Box | None]
 
 
 def _intersect(a: Box | None, b: Box | None) -> Box | None:
+    """The common part of two regions (per axis a (start, stop) pair or a tuple of runs)."""
     if a is None or b is None:
         return None
     out = []
-    for (a0, a1), (b0, b1) in zip(a, b):
-        lo, hi = max(a0, b0), min(a1, b1)
+    for ea, eb in zip(a, b):
+        if is_runs(ea) or is_runs(eb):
+            runs = _intersect_runs(as_runs(ea), as_runs(eb))
+            if not runs:
+                return None
+            out.append(runs)
+            continue
+        lo, hi = max(ea[0], eb[0]), min(ea[1], eb[1])
         if hi <= lo:
             return None
         out.append((lo, hi))
     return tuple(out)
 
 
+def _intersect_runs(a: tuple, b: tuple) -> tuple:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
 def _shape(box: Box | None, ndim: int) -> tuple:
-    return tuple(0 for _ in range(ndim)) if box is None else tuple(b - a for a, b in box)
+    return tuple(0 for _ in range(ndim)) if box is None else tuple(run_length(e) for e in box)
+
+
+def _blocks(full: tuple, part: tuple) -> list:
+    """(local position, length) of ``part``'s runs inside the compact storage of ``full``'s
+    runs (one axis), adjacent blocks merged."""
+    full_runs, part_runs = as_runs(full), as_runs(part)
+    starts = [a for a, _ in full_runs]
+    before, acc = [], 0
+    for a, b in full_runs:
+        before.append(acc)
+        acc += b - a
+    out: list = []
+    for a, b in part_runs:
+        k = bisect_right(starts, a) - 1
+        pos = before[k] + a - full_runs[k][0]
+        if out and out[-1][0] + out[-1][1] == pos:
+            out[-1] = (out[-1][0], out[-1][1] + b - a)
+        else:
+            out.append((pos, b - a))
+    return out
+
+
+def _local_index(full: Box, part: Box) -> tuple:
+    """A numpy index selecting ``part`` from the local array that holds ``full``."""
+    per_axis = [_blocks(f, p) for f, p in zip(full, part)]
+    if all(len(b) == 1 for b in per_axis):
+        return tuple(slice(b[0][0], b[0][0] + b[0][1]) for b in per_axis)
+    return np.ix_(*[np.concatenate([np.arange(p, p + n) for p, n in b]) for b in per_axis])
 
 
 _BASE_TYPES: dict = {}
@@ -67,15 +116,32 @@ def _base_type(itemsize: int):
 
 
 def _subarray(base, full: Box, part: Box, created: list):
-    """A committed datatype selecting ``part`` inside a C-ordered array covering ``full``."""
-    sizes = [b - a for a, b in full]
-    subsizes = [b - a for a, b in part]
-    starts = [p0 - f0 for (p0, _), (f0, _) in zip(part, full)]
-    if not sizes:
+    """A committed datatype selecting ``part`` inside a C-ordered array holding ``full``:
+    an MPI subarray for a box, nested indexed types when an axis has several runs."""
+    if not full:
         return (1, base)
-    t = base.Create_subarray(sizes, subsizes, starts, order=MPI.ORDER_C).Commit()
-    created.append(t)
-    return (1, t)
+    per_axis = [_blocks(f, p) for f, p in zip(full, part)]
+    sizes = [run_length(f) for f in full]
+    if all(len(b) == 1 for b in per_axis):
+        subsizes = [b[0][1] for b in per_axis]
+        starts = [b[0][0] for b in per_axis]
+        t = base.Create_subarray(sizes, subsizes, starts, order=MPI.ORDER_C).Commit()
+        created.append(t)
+        return (1, t)
+    stride = base.Get_extent()[1]
+    inner = base
+    for k in range(len(sizes) - 1, -1, -1):  # innermost axis first
+        lens = [n for _, n in per_axis[k]]
+        disps = [p * stride for p, _ in per_axis[k]]
+        t = inner.Create_hindexed(lens, disps)
+        created.append(t)
+        stride *= sizes[k]
+        if k:
+            t = t.Create_resized(0, stride)
+            created.append(t)
+        inner = t
+    inner.Commit()
+    return (1, inner)
 
 
 def exchange(
@@ -115,7 +181,7 @@ def exchange(
     if comm.size == 1:
         part = _intersect(my_have, my_want)
         if part is not None:
-            out[...] = data[tuple(slice(a - h0, b - h0) for (a, b), (h0, _) in zip(part, my_have))]
+            out[_local_index(my_want, part)] = data[_local_index(my_have, part)]
         return out
     buf = np.ascontiguousarray(data, dtype=dtype)
     base = _base_type(dtype.itemsize)

@@ -520,7 +520,7 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
                 n_loc = obj.data.shape[ax]
                 i = rest % n_loc
                 rest //= n_loc
-                i += d.start(ax)
+                i = int(d.global_indices(ax)[i])
                 gi += i * _stride(d.global_shape, ax)
             return np.array([gi], dtype=np.int64), data[li : li + 1], 0
         return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
@@ -528,7 +528,7 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
     if data.shape[ax]:
         li = np.expand_dims(fn(data, axis=ax), ax)
         val = np.take_along_axis(data, li, axis=ax)
-        return li.astype(np.int64) + d.start(ax), val, ax
+        return d.global_indices(ax)[li].astype(np.int64), val, ax
     shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
     return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
 

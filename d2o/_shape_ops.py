@@ -389,8 +389,8 @@ def _enumerate(self: D2O, axis: int) -> Iterator[tuple[int, int]]:
     """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
     d = self.distributor
     ax = _normalize_axis(axis, d.ndim)
-    offset = d.local_slice[ax].start or 0 if ax < len(d.local_slice) else 0
-    return ((i, offset + i) for i in range(self.data.shape[ax]))
+    glob = d.global_indices(ax).tolist()
+    return ((i, g) for i, g in enumerate(glob))
 
 
 def _local_array(self: D2O) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ._layout import is_mesh
+from ._layout import is_mesh, is_runs, run_length
 
 __all__ = ["show"]
 
@@ -77,8 +77,15 @@ def _grid(boxes: list, shape: tuple, axes: tuple) -> list[str] | None:
     return lines
 
 
+def _fmt_entry(e: tuple) -> str:
+    if not is_runs(e):
+        return f"{e[0]}:{e[1]}"
+    runs = [f"{a}:{b}" for a, b in e]
+    return "{" + ",".join(runs if len(runs) <= 4 else runs[:3] + ["..."]) + "}"
+
+
 def _fmt_box(box: tuple) -> str:
-    return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"
+    return "[" + ", ".join(_fmt_entry(e) for e in box) + "]"
 
 
 def show(obj: Any, file: Any = None, rank: int | None = 0) -> str:
@@ -118,17 +125,17 @@ def show(obj: Any, file: Any = None, rank: int | None = 0) -> str:
         boxes = []
         for r in range(P):
             box = d.region(r)
-            boxes.append(None if any(b <= a for a, b in box) else box)
+            boxes.append(None if any(run_length(e) == 0 for e in box) else box)
         ax = split[0]
         if len(split) > 1:
             axes = tuple(split[:2])
         else:
             axes = (ax,) if len(shape) == 1 else ((0, ax) if ax else (0, 1))
         lines = [title]
-        if len(shape) > 1:
+        if len(shape) > 1 and not getattr(d, "cyclic", False):
             names = " x ".join(f"axis {a}" for a in axes)
             lines.append(f"drawn: {names} (rows x columns)")
-        grid = _grid(boxes, shape, axes)
+        grid = None if getattr(d, "cyclic", False) else _grid(boxes, shape, axes)
         if grid is not None:
             lines += grid
         listing = [f"  rank {r}: {_fmt_box(b)}" for r, b in enumerate(boxes) if b is not None]

@@ -24,7 +24,7 @@ import numpy as np
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, like, slab_distributor
 from ._errors import agreed, defer
-from ._layout import is_mesh, moved
+from ._layout import index_of, is_mesh, moved
 from ._redistribution import exchange, redistribute, same_pieces
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
@@ -87,7 +87,7 @@ def align(x: Any, target: Distributor) -> Any:
         return x
     x = np.asarray(x)
     if is_mesh(target):
-        return x[_slices(_wanted(x.shape, target)(target.comm.rank))]
+        return x[index_of(_wanted(x.shape, target)(target.comm.rank))]
     k = target.axis - (target.ndim - x.ndim)
     if k >= 0 and x.shape[k] != 1:
         return x[(slice(None),) * k + (slice(target.local_start, target.local_stop),)]
@@ -107,10 +107,6 @@ def _wanted(shape: tuple, target: Distributor):
     return want
 
 
-def _slices(box: tuple) -> tuple:
-    return tuple(slice(a, b) for a, b in box)
-
-
 #: (operand distributor, target) -> True when the operand's boxes already are the wanted ones.
 _IN_PLACE: dict = {}
 
@@ -121,7 +117,7 @@ def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
     d = x.distributor
     want = _wanted(x.shape, target)
     if d.replicated:
-        return x.data[_slices(want(d.comm.rank))]
+        return x.data[index_of(want(d.comm.rank))]
     if x.shape == target.global_shape:
         same = same_pieces(d, target)
     else:

@@ -12,35 +12,39 @@ STRATEGIES = ["not", "equal", "fftw", "freeform"]
 
 
 # Process-mesh layouts the suite runs on besides the paper's strategies, by name:
-# (split, replica mesh) per array dimension.  The mesh is (2, P // 2) for even P, else
-# (P, 1), so a 2x2 mesh is exercised at 4 ranks and a replica mesh axis at 2 and 4.
-MESH_SPLITS = {
-    "mesh01": (0, 1),  # rows over mesh axis 0, columns over mesh axis 1
-    "mesh10": (1, 0),  # the transposed split
-    "meshrep": (None, 0),  # mesh axis 0 holds replicas
-    "mesh02": (0, 2),  # a 3-d array cut along its first and last axes
+# (split, block).  The mesh is (2, P // 2) for even P, else (P, 1) (one axis: (P,)), so a
+# 2x2 mesh is exercised at 4 ranks and a replica mesh axis at 2 and 4.
+MESH_LAYOUTS = {
+    "mesh01": ((0, 1), None),  # rows over mesh axis 0, columns over mesh axis 1
+    "mesh10": ((1, 0), None),  # the transposed split
+    "meshrep": ((None, 0), None),  # mesh axis 0 holds replicas
+    "mesh02": ((0, 2), None),  # a 3-d array cut along its first and last axes
+    "cyc2": ((0, 1), 2),  # block-cyclic, blocks of 2 on both axes
+    "cyc3": ((0,), 3),  # block-cyclic on one mesh axis, blocks of 3 (not dividing 7, 5, ...)
 }
+MESH_SPLITS = {name: split for name, (split, _) in MESH_LAYOUTS.items()}
 
 
 def mesh_names(ndim: int) -> list[str]:
     """The mesh layouts used for arrays of ``ndim`` dimensions."""
     if ndim == 1:
-        return ["meshrep"]
+        return ["meshrep", "cyc3"]
     if ndim == 2:
-        return ["mesh01", "mesh10", "meshrep"]
+        return ["mesh01", "mesh10", "meshrep", "cyc2", "cyc3"]
     if ndim >= 3:
-        return ["mesh02", "mesh10"]
+        return ["mesh02", "mesh10", "cyc2"]
     return []
 
 
 def mesh_of(name: str, comm=None):
-    """The `d2o.layout` named ``name`` (see MESH_SPLITS) on ``comm``."""
+    """The `d2o.layout` named ``name`` (see MESH_LAYOUTS) on ``comm``."""
     import d2o
 
     comm = default_comm() if comm is None else comm
     p = comm.size
-    mesh = (2, p // 2) if p % 2 == 0 else (p, 1)
-    return d2o.layout(mesh=mesh, split=MESH_SPLITS[name], comm=comm)
+    split, block = MESH_LAYOUTS[name]
+    mesh = (p,) if len(split) == 1 else (2, p // 2) if p % 2 == 0 else (p, 1)
+    return d2o.layout(mesh=mesh, split=split, block=block, comm=comm)
 
 
 def spec(strategy: str):

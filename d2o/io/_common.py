@@ -43,12 +43,20 @@ __all__ = [
 BUFFER_BYTES = 32 << 20
 
 
-def layout(strategy: str, shape: tuple, comm: Comm, axis: int = 0) -> Distributor:
-    """The distributor for a loaded array of ``shape``; no communication.
+def layout(strategy: Any, shape: tuple, comm: Comm, axis: int = 0) -> Distributor:
+    """The distributor a loaded array of ``shape`` is read into; no communication.
 
     'freeform' has no rule of its own here: it gets the 'equal' lengths,
-    labelled 'freeform'.
+    labelled 'freeform'.  A `d2o.layout` gives its distributor, except that a
+    block-cyclic one is read as its slab equivalent (see `loaded`).
     """
+    from .._layout import Layout, slab_equivalent
+
+    if isinstance(strategy, Layout):
+        if strategy.comm is not comm:
+            raise ValueError("the layout belongs to another communicator")
+        d = strategy.distributor(tuple(int(n) for n in shape))
+        return slab_equivalent(d) if getattr(d, "cyclic", False) else d
     if strategy not in STRATEGIES:
         raise ValueError(
             f"unknown distribution_strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
@@ -289,3 +297,17 @@ def read_boxes(
         local[i0:i1] = block
         del block  # keep one block alive at a time
     return local
+
+
+def loaded(local: np.ndarray, dist: Distributor, strategy: Any) -> Any:
+    """The loaded array: ``local`` read into ``dist``, moved to the block-cyclic layout
+    ``strategy`` names if it is one (one exchange)."""
+    from .._d2o import distributed_data_object as D2O
+    from .._layout import Layout
+    from .._redistribution import redistribute
+
+    if isinstance(strategy, Layout):
+        target = strategy.distributor(dist.global_shape)
+        if target is not dist:
+            return D2O._from_local(redistribute(local, dist, target), target)
+    return D2O._from_local(local, dist)

@@ -32,6 +32,7 @@ from ._common import (
     check_writable,
     commit,
     layout,
+    loaded,
     read_boxes,
     remove,
     row_blocks,
@@ -116,7 +117,7 @@ def from_hdf5(
     finally:
         if f is not None:
             f.close()
-    return D2O._from_local(local, dist)
+    return loaded(local, dist, distribution_strategy)
 
 
 # -- write --------------------------------------------------------------------

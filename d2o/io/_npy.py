@@ -22,6 +22,7 @@ from .._comm import MPI, Comm, as_comm, os_error
 from .._d2o import distributed_data_object as D2O
 from .._distributors import Distributor
 from .._errors import agreed
+from .._layout import Layout
 from . import _common
 from ._common import (
     check_path,
@@ -30,6 +31,7 @@ from ._common import (
     check_writable,
     commit,
     layout,
+    loaded,
     remove,
     replace_path,
     same_path,
@@ -262,7 +264,12 @@ def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: A
     meta, error = None, None
     try:
         path = check_path(path)
-        if distribution_strategy not in ("not", "equal", "fftw", "freeform"):
+        if not isinstance(distribution_strategy, Layout) and distribution_strategy not in (
+            "not",
+            "equal",
+            "fftw",
+            "freeform",
+        ):
             layout(distribution_strategy, (1,), c)  # raises the standard message
         check_readable(path)  # on every rank: each reads its own part
         if c.rank == 0:
@@ -294,7 +301,7 @@ def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: A
     with agreed(c):
         if error is not None:
             raise error
-    return D2O._from_local(local, dist)
+    return loaded(local, dist, distribution_strategy)
 
 
 def _span(box: tuple, shape: tuple, fortran: bool) -> int | None:

@@ -27,6 +27,7 @@ from ._common import (
     check_writable,
     commit,
     layout,
+    loaded,
     read_boxes,
     remove,
     replace_path,
@@ -237,4 +238,4 @@ def from_zarr(
     same_path(c, error, path)
     with agreed(c):
         local = read_boxes(arr.__getitem__, selection, dist, dtype)
-    return D2O._from_local(local, dist)
+    return loaded(local, dist, distribution_strategy)
