@@ -10,13 +10,20 @@ of the global array.
 * A one-axis mesh that splits one array axis is the paper's slab layout: the
   same cached `SlabDistributor` as ``distribution_strategy='equal'``.
 * No split axis at all is the replicated ('not') layout.
-* Anything else is a `MeshDistributor`: a box per rank, plus `source`, the part
-  of its box a rank is responsible for sending (the replica with coordinate 0
-  along every replica mesh axis sends), so that every element moved by
+* Anything else is a `MeshDistributor`: a region per rank (a box, or along a
+  block-cyclic axis a tuple of runs), plus `source`, the part of its region a
+  rank is responsible for sending (the replica with coordinate 0 along every
+  replica mesh axis sends), so that every element moved by
   `d2o._redistribution.exchange` comes from exactly one rank.
 
-Operations without an algorithm for mesh layouts yet run on the equivalent
-slab layout (`as_slab`: one exchange), never on a gathered array.
+Layout questions for the feature modules: `region`/`source` per rank,
+`global_indices(axis)`, `split_axes()`, `subcomm(d, mesh_axes)` (the ranks
+that differ only along some mesh axes), `reduced_layout`, `moved` and
+`permuted` (the layout of a reduction, broadcast or transpose result),
+`one_mesh_axis`/`exchange_along` (a change along one mesh axis runs in that
+axis's sub-communicator).  Operations without an algorithm for mesh layouts yet
+run on the equivalent slab layout (`as_slab`: one exchange), never on a
+gathered array.
 """
 
 from __future__ import annotations
@@ -137,8 +144,10 @@ def layout(
         that mesh axis hold replicas.  ``()`` is the replicated layout.  Shorter
         than the mesh: the remaining mesh axes hold replicas.
     block : None, int or tuple
-        None for block partitions ('equal' rule); block-cyclic sizes are
-        reserved (NotImplementedError for now).
+        None for block partitions ('equal' rule); an integer (or one entry per
+        mesh axis) for block-cyclic partitions: blocks of that many indices
+        dealt round-robin over the mesh axis, stored compactly (in global
+        order) in each rank's local array, as ScaLAPACK does.
     comm : optional
         The communicator (default: d2o's default).
 
