@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ._align import align, result_layout
 from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, slab_distributor
@@ -69,7 +70,6 @@ from ._keys import (
 from ._librarian import d2o_librarian
 from ._p2p import alltoallv, count_matrix, fetch, scatter
 from ._redistribution import describe, exchange, redistribute
-from ._ufuncs import align, result_layout
 
 __all__: list[str] = []
 

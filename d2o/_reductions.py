@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
+from ._align import align
 from ._comm import MPI, _mpi_type
 from ._d2o import distributed_data_object as D2O
 from ._distributors import (
@@ -457,8 +458,6 @@ def var(
     Chan et al.'s pairwise update.  Over some axes: numpy's two passes (mean,
     then squared deviations).
     """
-    from ._ufuncs import align
-
     if out is not None:
         return store(var(obj, axis, dtype, None, ddof, keepdims), out)
     d = obj.distributor

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ._align import align
 from ._comm import as_comm
 from ._d2o import _index
 from ._d2o import distributed_data_object as D2O
@@ -360,8 +361,6 @@ class GlobalSlicer:
         d = obj.distributor
         sel = _Selection(obj, key)
         if sel.full and isinstance(value, D2O):
-            from ._ufuncs import align
-
             value = align(value, like(d, sel.shape, axis=sel.result_axis))
             obj.data[sel.local_key] = value
             return

@@ -1,0 +1,132 @@
+"""Alignment of operands to a result layout, and the result-layout rule.
+
+The layer below the feature modules (ufuncs, reductions, indexing, special
+functions, shape functions): they all ask "which layout does a result of this
+shape take" (`result_layout`) and "which part of this operand do I need for my
+piece of that result" (`align`), on every layout, slabs and meshes alike.
+
+Rule for mixed operands: ``out``'s layout when given; otherwise the first
+distributed operand whose split axes survive broadcasting; replicated operands
+are cut locally; all-replicated inputs give a replicated result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._d2o import distributed_data_object as D2O
+from ._distributors import Distributor, get_distributor, like, slab_distributor
+from ._layout import index_of, is_mesh, moved
+from ._redistribution import exchange, redistribute, same_pieces
+
+__all__ = ["align", "align_out", "result_layout", "SCALARS"]
+
+SCALARS = (int, float, complex, bool, np.generic)
+_SCALARS = SCALARS
+
+
+def _shape_of(x: Any) -> tuple:
+    return x.shape if isinstance(x, D2O) else np.shape(x)
+
+
+def result_layout(operands: list, shape: tuple) -> Distributor:
+    """The layout of a result of ``shape`` computed from ``operands`` (see module doc)."""
+    comm = None
+    fallback = None
+    for x in operands:
+        if not isinstance(x, D2O):
+            continue
+        d = x.distributor
+        if comm is None:
+            comm = d.comm
+        elif d.comm is not comm:
+            raise ValueError("operands live on different communicators")
+        if d.replicated:
+            continue
+        shift = len(shape) - d.ndim
+        if all(x.shape[a] == shape[a + shift] for a in d.split_axes()):
+            if d.global_shape == shape:
+                return d
+            return moved(d, shape, shift) if is_mesh(d) else like(d, shape, axis=d.axis + shift)
+        if fallback is None:
+            fallback = d
+    if fallback is not None:
+        return like(fallback, shape, axis=0) if shape else get_distributor("not", shape, comm)
+    return get_distributor("not", shape, comm)
+
+
+def align(x: Any, target: Distributor) -> Any:
+    """``x``'s part needed locally for a result of layout ``target`` (broadcast-aligned).
+
+    Collective when ``x`` is a distributed object of another layout.
+    """
+    if isinstance(x, D2O):
+        d = x.distributor
+        if d is target:
+            return x.data
+        if target.replicated:
+            return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
+        if is_mesh(target):
+            return _align_to_boxes(x, target)
+        k = target.axis - (target.ndim - x.ndim)
+        if k >= 0 and x.shape[k] == target.global_shape[target.axis]:
+            if not d.replicated and d.axis == k and d.offsets == target.offsets:
+                return x.data
+            want = slab_distributor(x.shape, d.comm, k, target.offsets, target.strategy)
+            return redistribute(x.data, d, want)
+        return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
+    if target.replicated or isinstance(x, _SCALARS) or x is None:
+        return x
+    x = np.asarray(x)
+    if is_mesh(target):
+        return x[index_of(_wanted(x.shape, target)(target.comm.rank))]
+    k = target.axis - (target.ndim - x.ndim)
+    if k >= 0 and x.shape[k] != 1:
+        return x[(slice(None),) * k + (slice(target.local_start, target.local_stop),)]
+    return x
+
+
+def _wanted(shape: tuple, target: Distributor):
+    """Per rank, the box of an operand of ``shape`` that meets ``target``'s box under
+    broadcasting (whole along the operand's broadcast axes)."""
+    shift = target.ndim - len(shape)
+    full = target.global_shape[shift:]
+
+    def want(rank: int) -> tuple:
+        box = target.region(rank)[shift:]
+        return tuple(b if n == m else (0, n) for n, m, b in zip(shape, full, box))
+
+    return want
+
+
+#: (operand distributor, target) -> True when the operand's boxes already are the wanted ones.
+_IN_PLACE: dict = {}
+
+
+def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
+    """``x``'s part for a result on a mesh layout: cut locally when ``x`` is replicated,
+    else one exchange (none when ``x``'s boxes already are the wanted ones)."""
+    d = x.distributor
+    want = _wanted(x.shape, target)
+    if d.replicated:
+        return x.data[index_of(want(d.comm.rank))]
+    if x.shape == target.global_shape:
+        same = same_pieces(d, target)
+    else:
+        key = (d, target)
+        same = _IN_PLACE.get(key)
+        if same is None:
+            if len(_IN_PLACE) > 256:
+                _IN_PLACE.clear()
+            same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
+    if same:
+        return x.data
+    return exchange(d.comm, x.data, d.region, want, send=d.source)
+
+
+def align_out(o: D2O, target: Distributor) -> np.ndarray:
+    if o.distributor is not target:  # pragma: no cover - target is out[0]'s layout
+        raise ValueError("all out= arrays must share one layout")
+    return o.data
