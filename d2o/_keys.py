@@ -159,12 +159,37 @@ def normalize_index_array(arr: np.ndarray, dim: int, n: int) -> np.ndarray:
 
 
 def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
-    """Canonicalise ``key`` for an array of global ``shape`` (numpy's rules and errors)."""
-    ndim = len(shape)
+    """Canonicalise ``key`` for an array of global ``shape`` (numpy's rules and errors).
+
+    Four steps: parse the items (`_as_item`), count what they consume (`_consumed`),
+    resolve each against its axis (`_resolve`), then place the result's axes (`_out_axes`).
+    """
     raw = key if type(key) is tuple else (key,)
     parsed = [_as_item(it, d2o_type) for it in raw]
-    consumed = 0
-    n_ell = 0
+    consumed, n_ell, advanced = _consumed(parsed, len(shape))
+    k = Key()
+    k.shape = shape
+    k.advanced = advanced
+    k.distributed = False
+    adv_pos, shapes = _resolve(k, parsed, consumed)
+    if advanced:
+        # with distributed keys, the caller sets bshape once masks are counted
+        k.bshape = None if k.distributed else broadcast_index_shapes(shapes)
+        adjacent = adv_pos[-1] - adv_pos[0] + 1 == len(adv_pos)
+    else:
+        k.bshape = ()
+        adjacent = True
+    k.out, k.bpos = _out_axes(parsed, k.items, advanced, adv_pos, adjacent)
+    k.scalar = not advanced and n_ell == 0 and not k.out
+    if k.bshape is not None:
+        _finish(k)
+    return k
+
+
+def _consumed(parsed: list, ndim: int) -> tuple:
+    """(axes the items consume, number of Ellipses, whether any item is advanced);
+    numpy's IndexErrors for several Ellipses and too many indices."""
+    consumed = n_ell = 0
     advanced = False
     for kind, p in parsed:
         if kind in ("s", "i", "arr", "d"):
@@ -181,25 +206,32 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
         raise IndexError(
             f"too many indices for array: array is {ndim}-dimensional, but {consumed} were indexed"
         )
-    k = Key()
-    k.shape = shape
-    k.advanced = advanced
-    k.distributed = False
+    return consumed, n_ell, advanced
+
+
+def _resolve(k: Key, parsed: list, consumed: int) -> tuple:
+    """Resolve every item against its axis: sets ``k.items``, ``k.src`` (the item acting
+    on each axis) and ``k.distributed``; returns (positions of advanced items, their
+    index shapes)."""
+    shape = k.shape
+    ndim = len(shape)
+    advanced = k.advanced
     items: list = []
     src: list = [None] * ndim
-    dim = 0
     adv_pos: list[int] = []
-    shapes: list[tuple] = []
+    shapes: list = []
+    dim = 0
+
+    def put(it: tuple, axes: int = 1) -> None:
+        nonlocal dim
+        items.append(it)
+        for j in range(axes):
+            src[dim + j] = it
+        dim += axes
 
     def add_slice(sl: slice) -> None:
-        nonlocal dim
-        n = shape[dim]
-        start, stop, step = sl.indices(n)
-        cnt = len(range(start, stop, step))
-        it = ("s", dim, start, stop, step, cnt)
-        items.append(it)
-        src[dim] = it
-        dim += 1
+        start, stop, step = sl.indices(shape[dim])
+        put(("s", dim, start, stop, step, len(range(start, stop, step))))
 
     for pos, (kind, p) in enumerate(parsed):
         if kind == "n":
@@ -219,30 +251,21 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
                 raise _oob(p, dim, n)
             p = p + n if p < 0 else p
             if advanced:
-                it = ("a", dim, np.intp(p))
                 adv_pos.append(pos)
                 shapes.append(())
+                put(("a", dim, np.intp(p)))
             else:
-                it = ("i", dim, p)
-            items.append(it)
-            src[dim] = it
-            dim += 1
+                put(("i", dim, p))
         elif kind == "arr":
             arr = normalize_index_array(p, dim, shape[dim])
-            it = ("a", dim, arr)
-            items.append(it)
-            src[dim] = it
             adv_pos.append(pos)
             shapes.append(arr.shape)
-            dim += 1
+            put(("a", dim, arr))
         elif kind == "mask":
             _check_mask(p.shape, shape, dim)
             for arr in np.nonzero(p):
-                it = ("a", dim, arr.astype(np.intp, copy=False))
-                items.append(it)
-                src[dim] = it
-                dim += 1
                 shapes.append(arr.shape)
+                put(("a", dim, arr.astype(np.intp, copy=False)))
             adv_pos.append(pos)
         elif kind == "b0":
             it = ("z", np.zeros(int(p), dtype=np.intp), np.bool_(p))
@@ -251,44 +274,35 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
             shapes.append(it[1].shape)
         elif kind == "d":
             k.distributed = True
-            it = ("d", dim, p)
-            items.append(it)
-            src[dim] = it
             adv_pos.append(pos)
             shapes.append(p.shape)
-            dim += 1
+            put(("d", dim, p))
         elif kind == "m":
             k.distributed = True
             _check_mask(p.shape, shape, dim)
-            it = ("m", tuple(range(dim, dim + p.ndim)), p)
-            items.append(it)
-            for j in range(p.ndim):
-                src[dim + j] = it
             adv_pos.append(pos)
             shapes.append(None)  # length unknown until counted
-            dim += p.ndim
+            put(("m", tuple(range(dim, dim + p.ndim)), p), p.ndim)
     while dim < ndim:
         add_slice(slice(None))
     k.items = items
     k.src = src
-    if advanced:
-        if not k.distributed:
-            k.bshape = broadcast_index_shapes(shapes)
-        else:
-            k.bshape = None  # set by the caller once masks are counted
-        adjacent = adv_pos[-1] - adv_pos[0] + 1 == len(adv_pos)
-    else:
-        k.bshape = ()
-        adjacent = True
-    k.bpos = 0
+    return adv_pos, shapes
+
+
+def _out_axes(parsed: list, items: list, advanced: bool, adv_pos: list, adjacent: bool) -> tuple:
+    """The result's axes in order (('s', axis), ('n',), and one ('B',) placeholder for
+    the broadcast index axes: where the advanced items stand when they are adjacent,
+    else first, as numpy does); returns (axes, position of the placeholder)."""
     out: list = []
+    bpos = 0
     b_done = False
     first_adv = adv_pos[0] if adv_pos else -1
     # items and parsed differ in length (masks, Ellipsis); walk parsed positions
     it_iter = iter(items)
-    for pos, (kind, _) in enumerate(parsed):
+    for pos, (kind, p) in enumerate(parsed):
         if advanced and pos == first_adv and adjacent:
-            k.bpos = len(out)
+            bpos = len(out)
             out.append(("B",))
             b_done = True
         if kind == "n":
@@ -300,23 +314,17 @@ def canonical(key: Any, shape: tuple, d2o_type: type | None = None) -> Key:
                 out.append(("s", next(it_iter)[1]))
         elif kind == "s":
             out.append(("s", next(it_iter)[1]))
-        elif kind == "i":
-            next(it_iter)
         elif kind == "mask":
-            for _ in range(parsed[pos][1].ndim):
+            for _ in range(p.ndim):
                 next(it_iter)
-        else:  # arr, b0, d, m
+        else:  # i, arr, b0, d, m
             next(it_iter)
     for it in it_iter:  # trailing implicit slices
         out.append(("s", it[1]))
     if advanced and not b_done:
-        k.bpos = 0
+        bpos = 0
         out.insert(0, ("B",))
-    k.out = out
-    k.scalar = not advanced and n_ell == 0 and not out
-    if k.bshape is not None:
-        _finish(k)
-    return k
+    return out, bpos
 
 
 def _finish(k: Key) -> None:
