@@ -17,14 +17,13 @@ from typing import Any
 import numpy as np
 
 from ._d2o import distributed_data_object as D2O
-from ._distributors import Distributor, get_distributor, like, slab_distributor
-from ._layout import index_of, is_mesh, moved
-from ._redistribution import exchange, redistribute, same_pieces
+from ._distributors import Distributor, get_distributor, index_of, like, slab_distributor
+from ._layout import is_mesh, moved
+from ._redistribution import exchange, redistribute
 
 __all__ = ["align", "align_out", "result_layout", "SCALARS"]
 
 SCALARS = (int, float, complex, bool, np.generic)
-_SCALARS = SCALARS
 
 
 def _shape_of(x: Any) -> tuple:
@@ -77,7 +76,7 @@ def align(x: Any, target: Distributor) -> Any:
             want = slab_distributor(x.shape, d.comm, k, target.offsets, target.strategy)
             return redistribute(x.data, d, want)
         return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
-    if target.replicated or isinstance(x, _SCALARS) or x is None:
+    if target.replicated or isinstance(x, SCALARS) or x is None:
         return x
     x = np.asarray(x)
     if is_mesh(target):
@@ -112,15 +111,12 @@ def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
     want = _wanted(x.shape, target)
     if d.replicated:
         return x.data[index_of(want(d.comm.rank))]
-    if x.shape == target.global_shape:
-        same = same_pieces(d, target)
-    else:
-        key = (d, target)
-        same = _IN_PLACE.get(key)
-        if same is None:
-            if len(_IN_PLACE) > 256:
-                _IN_PLACE.clear()
-            same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
+    key = (d, target)
+    same = _IN_PLACE.get(key)
+    if same is None:
+        if len(_IN_PLACE) > 256:
+            _IN_PLACE.clear()
+        same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
     if same:
         return x.data
     return exchange(d.comm, x.data, d.region, want, send=d.source)

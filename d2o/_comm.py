@@ -200,6 +200,14 @@ class Comm:
             _tr.note("recv", 0, _pickled(value), 2)
         return value
 
+    def Split(self, color: int, key: int) -> Comm:
+        """Collective: the communicator of the ranks passing the same ``color``, ordered by
+        ``key`` (MPI_Comm_split); not cached here."""
+        sub = Comm(self.mpi.Split(color, key))
+        if _tr.active:
+            _tr.note("Comm_split", 0, 0, self.size)
+        return sub
+
     def note_call(self) -> None:
         """Count a collective call made on ``self.mpi`` outside this class (MPI-IO)."""
         if _tr.active and self.size > 1:

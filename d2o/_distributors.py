@@ -55,6 +55,43 @@ def fftw_lengths(n: int, size: int) -> list[int]:
     return [max(0, min(block, n - r * block)) for r in range(size)]
 
 
+# -- regions: per axis a (start, stop) pair, or a tuple of runs (block-cyclic axes) ----
+
+
+def is_runs(entry: tuple) -> bool:
+    """True for a tuple of (start, stop) runs, False for one (start, stop) pair."""
+    return not entry or isinstance(entry[0], tuple)
+
+
+def as_runs(entry: tuple) -> tuple:
+    """One axis of a region as a tuple of non-empty runs."""
+    runs = entry if is_runs(entry) else (entry,)
+    return tuple(r for r in runs if r[1] > r[0])
+
+
+def run_length(entry: tuple) -> int:
+    """The number of indices in one axis of a region: a (start, stop) pair or a tuple of runs."""
+    if is_runs(entry):
+        return sum(b - a for a, b in entry)
+    return entry[1] - entry[0]
+
+
+def index_of(box: tuple) -> tuple:
+    """A numpy index selecting ``box`` (runs allowed) from a global array: slices for a
+    plain box, an open mesh of index arrays (``np.ix_``) when some axis has several runs."""
+    if not any(is_runs(e) for e in box):
+        return tuple(slice(a, b) for a, b in box)
+    return np.ix_(*[_indices(e) for e in box])
+
+
+def _indices(entry: tuple) -> np.ndarray:
+    if not is_runs(entry):
+        return np.arange(entry[0], entry[1], dtype=np.intp)
+    if not entry:
+        return np.zeros(0, dtype=np.intp)
+    return np.concatenate([np.arange(a, b, dtype=np.intp) for a, b in entry])
+
+
 class Distributor:
     """Base class of all layouts.
 
@@ -101,8 +138,6 @@ class Distributor:
 
     def piece_sizes(self) -> list:
         """The number of elements each rank holds."""
-        from ._layout import run_length
-
         return [math.prod(run_length(e) for e in self.region(r)) for r in range(self.comm.size)]
 
     def split_axes(self) -> tuple:
@@ -266,12 +301,8 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
     global_shape = tuple(global_shape)
     ax = (dist.axis or 0) if axis is None else axis
     s = dist.strategy
-    if s == "block":  # a mesh layout: see d2o._layout.moved for the layout-keeping case
-        return (
-            get_distributor("equal", global_shape, dist.comm, ax)
-            if global_shape
-            else (get_distributor("not", global_shape, dist.comm, 0))
-        )
+    if s == "block":  # a mesh layout: the slab rule (d2o._layout.moved keeps the mesh)
+        s = "equal" if global_shape else "not"
     if s == "not" or not global_shape:
         return get_distributor(s, global_shape, dist.comm, 0)
     if s in _LENGTH_RULES:

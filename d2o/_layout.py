@@ -35,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from ._comm import _SERIAL, Comm, as_comm
-from ._distributors import Box, Distributor, equal_lengths, get_distributor
+from ._distributors import (
+    Box,
+    Distributor,
+    _indices,
+    equal_lengths,
+    get_distributor,
+    index_of,
+    run_length,
+)
 
 __all__ = [
     "Layout", "layout", "MeshDistributor", "dims_create", "is_mesh", "as_slab", "moved",
@@ -194,40 +202,6 @@ def _cyclic_runs(n: int, p: int, b: int, c: int) -> tuple:
     return tuple((k * b, min(k * b + b, n)) for k in range(c, -(-n // b), p))
 
 
-def is_runs(entry: tuple) -> bool:
-    """True for a tuple of (start, stop) runs, False for one (start, stop) pair."""
-    return not entry or isinstance(entry[0], tuple)
-
-
-def as_runs(entry: tuple) -> tuple:
-    """One axis of a region as a tuple of non-empty runs."""
-    runs = entry if is_runs(entry) else (entry,)
-    return tuple(r for r in runs if r[1] > r[0])
-
-
-def run_length(entry: tuple) -> int:
-    """The number of indices in one axis of a region: a (start, stop) pair or a tuple of runs."""
-    if is_runs(entry):
-        return sum(b - a for a, b in entry)
-    return entry[1] - entry[0]
-
-
-def index_of(box: tuple) -> tuple:
-    """A numpy index selecting ``box`` (runs allowed) from a global array: slices for a
-    plain box, an open mesh of index arrays (``np.ix_``) when some axis has several runs."""
-    if not any(is_runs(e) for e in box):
-        return tuple(slice(a, b) for a, b in box)
-    return np.ix_(*[_indices(e) for e in box])
-
-
-def _indices(entry: tuple) -> np.ndarray:
-    if not is_runs(entry):
-        return np.arange(entry[0], entry[1], dtype=np.intp)
-    if not entry:
-        return np.zeros(0, dtype=np.intp)
-    return np.concatenate([np.arange(a, b, dtype=np.intp) for a, b in entry])
-
-
 class MeshDistributor(Distributor):
     """Blocks or block-cyclic pieces on a process mesh (see the module notes).
 
@@ -364,8 +338,7 @@ def subcomm(d: MeshDistributor, mesh_axes: tuple) -> Comm:
             key_in = int(np.ravel_multi_index(
                 [coords[m] for m in mesh_axes], [lay.mesh[m] for m in mesh_axes]
             ))  # fmt: skip
-            sub = Comm(lay.comm.mpi.Split(color, key_in))
-            lay.comm.note_call()
+            sub = lay.comm.Split(color, key_in)
         _SUBCOMMS[key] = sub
     return sub
 

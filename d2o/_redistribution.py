@@ -21,9 +21,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ._comm import MPI, Comm
-from ._distributors import Distributor
+from ._distributors import Distributor, as_runs, is_runs, run_length
 from ._errors import check_gather
-from ._layout import as_runs, exchange_along, is_runs, one_mesh_axis, run_length
+from ._layout import exchange_along, one_mesh_axis
 
 __all__ = ["exchange", "redistribute", "gather"]
 

@@ -206,10 +206,10 @@ def store(res: Any, out: Any) -> Any:
     if out.shape != shape:
         raise ValueError(f"output parameter has shape {out.shape}, the result has {shape}")
     np.copyto(np.empty((), out.dtype), np.zeros((), dtype), casting="same_kind")
-    if isinstance(res, D2O) and (is_mesh(out.distributor) or is_mesh(res.distributor)):
+    if isinstance(res, D2O):
         out.data[...] = redistribute(res.data, res.distributor, out.distributor)
-        return out
-    out[...] = res
+    else:
+        out[...] = res
     return out
 
 
@@ -592,11 +592,6 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
             else get_distributor("not", res.shape, d.comm)
         )
         return _from_local(res, lay)
-    if is_mesh(d) and axis is not None:
-        with agreed(d.comm):
-            axes = _norm_axes(axis, d.ndim)
-        if any(s in axes for s in d.split_axes()):  # no mesh algorithm yet: on slabs
-            return _arg(as_slab(obj), name, axis, None, keepdims)
     if axis is None and not obj.dtype.hasobject:
         vals, idxs = _arg_full_records(obj, fn, keepdims)
         ax = 0
@@ -604,6 +599,8 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
         with agreed(d.comm):
             fn(_probe(obj), axis=axis, keepdims=keepdims)
             axes = _norm_axes(axis, d.ndim)
+        if is_mesh(d) and any(s in axes for s in d.split_axes()):  # no mesh algorithm yet
+            return _arg(as_slab(obj), name, axis, None, keepdims)
         if axis is not None and d.axis not in axes:
             res = fn(obj.data, axis=axis, keepdims=keepdims)
             gshape = _reduced_shape(d.global_shape, axes, keepdims)

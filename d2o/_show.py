@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ._layout import is_mesh, is_runs, run_length
+from ._distributors import is_runs, run_length
+from ._layout import is_mesh
 
 __all__ = ["show"]
 
@@ -132,10 +133,11 @@ def show(obj: Any, file: Any = None, rank: int | None = 0) -> str:
         else:
             axes = (ax,) if len(shape) == 1 else ((0, ax) if ax else (0, 1))
         lines = [title]
-        if len(shape) > 1 and not getattr(d, "cyclic", False):
+        cyclic = getattr(d, "cyclic", False)  # runs of blocks: listed, not drawn
+        if len(shape) > 1 and not cyclic:
             names = " x ".join(f"axis {a}" for a in axes)
             lines.append(f"drawn: {names} (rows x columns)")
-        grid = None if getattr(d, "cyclic", False) else _grid(boxes, shape, axes)
+        grid = None if cyclic else _grid(boxes, shape, axes)
         if grid is not None:
             lines += grid
         listing = [f"  rank {r}: {_fmt_box(b)}" for r, b in enumerate(boxes) if b is not None]

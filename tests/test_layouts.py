@@ -273,3 +273,40 @@ def test_io_round_trip_on_mesh_and_block_cyclic_layouts(shared_dir, fmt):
                 back = d2o.from_zarr(path, distribution_strategy=lay)
         assert_equal_to_numpy(back, a)
         assert back.distributor is lay.distributor(a.shape), (name, back.distributor)
+
+
+@pytest.mark.skipif(P % 2, reason="needs a (2, P // 2) mesh")
+def test_reduction_over_a_split_axis_runs_in_its_mesh_group():
+    """Reducing an axis that mesh axis m splits combines partials among that axis's ranks
+    only (trace: one data collective, group size mesh[m], besides the 1-byte error
+    agreement over all ranks); the result holds replicas there."""
+    mesh = (2, P // 2)
+    a = sample((6, 5), "float64")
+    x = distributed_data_object(a, distribution_strategy=d2o.layout(mesh, (0, 1)))
+    for axis, m in ((0, 0), (1, 1)):
+        x.sum(axis=axis)  # creates the mesh axis's sub-communicator (once per mesh)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            s = x.sum(axis=axis)
+        assert_equal_to_numpy(s, a.sum(axis=axis), rtol=1e-12)
+        flag = [c for c in t.calls if c[1] == "Allreduce" and c[2] == 1]  # error agreement
+        data = [c for c in t.calls if c not in flag]
+        assert len(flag) == (P > 1) and all(c[4] == P for c in flag), t.calls
+        expect = [] if mesh[m] == 1 else [mesh[m]]
+        assert [c[4] for c in data] == expect, (axis, t.calls)
+        part = 8 * s.local_shape[0]  # this rank's partial; received: the group's others'
+        assert all(c[2] == part and c[3] == part * (mesh[m] - 1) for c in data), t.calls
+        want = d2o.layout(mesh, tuple(None if i == m else 0 for i in range(2)))
+        assert s.distributor is want.distributor(s.shape), (axis, s.distributor)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "argmax", "var", "mean"])
+def test_mesh_reduction_axis_bad_on_one_rank_raises_everywhere(op):
+    """An axis valid on all ranks but one: numpy's AxisError on every rank, no hang (the
+    checked mode is off, so the operation's own agreement must catch it)."""
+    a = sample((4, 6), "float64")
+    for lay in mesh_layouts(2) + [d2o.layout(split=(0, 1), block=2)]:
+        x = distributed_data_object(a, distribution_strategy=lay)
+        bad = 5 if default_comm().rank == 0 else 1
+        with d2o.options(check_args=False):
+            assert_raises_everywhere(np.exceptions.AxisError, getattr(x, op), axis=bad)
+        assert_equal_to_numpy(x, a)  # nothing written

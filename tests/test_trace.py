@@ -12,7 +12,8 @@ from _helpers import Checks, layouts, make, sample
 import d2o
 from d2o import _trace as tr
 from d2o import distributed_data_object
-from d2o._layout import is_mesh, run_length
+from d2o._distributors import run_length
+from d2o._layout import is_mesh
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 
