@@ -72,7 +72,8 @@ def _register_public() -> None:
     }
     local = {"__reduce__", "__len__", "__repr__", "__str__", "get_local_data", "set_local_data"}
     for attr, val in list(D.__dict__.items()):
-        if inspect.isfunction(val) and attr not in local - {"__repr__", "__str__"}:
+        private = attr.startswith("_") and not attr.endswith("__")
+        if inspect.isfunction(val) and not private and attr not in local - {"__repr__", "__str__"}:
             name = "distributed_data_object" if attr == "__init__" else attr
             _funnel.register(D, attr, name, namers.get(attr))
     quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm", "layout"}

@@ -63,11 +63,7 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
     current = _trace.current
     Record = _trace.Record
     options = _config._OPTIONS
-    native = (
-        name in _MESH_NATIVE
-        or name.startswith("fft.")
-        or (name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS)
-    )  # operators reach the ufunc path, which handles meshes
+    native = _is_native(name)
 
     @functools.wraps(fn)
     def funnel(*args: Any, **kwargs: Any) -> Any:
@@ -115,8 +111,19 @@ _DUNDERS_ON_SLABS = {"__getitem__", "__setitem__", "__iter__", "__bool__", "__ma
 _MUTATING = {"__setitem__", "set_data", "set_full_data", "flatten"}
 
 
+def _is_native(name: str) -> bool:
+    """True for operations that handle mesh layouts themselves (operators reach the
+    ufunc path, which does)."""
+    return (
+        name in _MESH_NATIVE
+        or name.startswith("fft.")
+        or (name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS)
+    )
+
+
 def use_mesh() -> None:
-    """Called when the first mesh layout is built: keep the wrappers installed."""
+    """Called when the first mesh layout is built: keep the wrappers of the operations
+    without a mesh algorithm installed (the native ones stay plain)."""
     if not mesh_in_use[0]:
         mesh_in_use[0] = True
         activate()
@@ -291,12 +298,28 @@ def _d2o_modules() -> list:
     return [m for k, m in list(sys.modules.items()) if (k == "d2o" or k.startswith("d2o.")) and m]
 
 
+#: True while the installed wrappers cover every operation (a trace or check_args needs
+#: them all); False while only the mesh fallback needs them (native operations stay plain).
+_full = [False]
+
+
+def _wanted_full() -> bool:
+    return bool(_trace.active) or bool(_config._OPTIONS["check_args"])
+
+
 def activate() -> None:
-    """Install the wrappers (idempotent)."""
+    """Install the wrappers (idempotent): all of them while a trace or ``check_args`` is
+    on, else (mesh layouts in use) only those of operations without a mesh algorithm."""
+    full = _wanted_full()
     if _PATCHED:
-        return
+        if _full[0] or not full:
+            return
+        _uninstall()  # mesh-only wrappers in place, a trace starts: wrap everything
+    _full[0] = full
     modules = _d2o_modules()
     for owner, attr, name, namer in _OPS:
+        if not full and _is_native(name):
+            continue
         if isinstance(owner, str):
             mod = sys.modules.get(owner)
             if mod is None or not hasattr(mod, attr):
@@ -322,10 +345,17 @@ def activate() -> None:
         setattr(owner, attr, wrapped)
 
 
-def deactivate() -> None:
-    """Remove the wrappers once no trace is active and ``check_args`` is off."""
-    if _trace.active or _config._OPTIONS["check_args"] or mesh_in_use[0] or not _PATCHED:
-        return
+def _uninstall() -> None:
     for owner, attr, orig in reversed(_PATCHED):
         setattr(owner, attr, orig)
     _PATCHED.clear()
+
+
+def deactivate() -> None:
+    """Remove the wrappers once no trace is active and ``check_args`` is off (keeping
+    the mesh fallback's while mesh layouts are in use)."""
+    if _wanted_full() or not _PATCHED:
+        return
+    _uninstall()
+    if mesh_in_use[0]:
+        activate()

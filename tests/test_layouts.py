@@ -310,3 +310,25 @@ def test_mesh_reduction_axis_bad_on_one_rank_raises_everywhere(op):
         with d2o.options(check_args=False):
             assert_raises_everywhere(np.exceptions.AxisError, getattr(x, op), axis=bad)
         assert_equal_to_numpy(x, a)  # nothing written
+
+
+def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
+    """Once mesh layouts exist, only operations without a mesh algorithm are wrapped (so
+    native ones cost nothing extra), and a copy from a mesh moves the data once."""
+    comm = default_comm()
+    lay = d2o.layout(mesh=(1, comm.size), split=(0, 1))  # columns: differs from the slab
+    a = np.arange(48.0).reshape(6, 8)
+    x = distributed_data_object(a, distribution_strategy=lay)
+    D = distributed_data_object
+    with d2o.options(check_args=False):
+        assert not hasattr(D.__dict__["copy"], "__d2o_original__")
+        assert not hasattr(D.__dict__["__add__"], "__d2o_original__")
+        assert hasattr(D.__dict__["__getitem__"], "__d2o_original__")
+        assert not hasattr(D.__dict__["_target"], "__d2o_original__")  # private: never wrapped
+        with d2o.trace() as t:  # a trace wraps everything while it lasts
+            assert hasattr(D.__dict__["copy"], "__d2o_original__")
+            y = x.copy(distribution_strategy="equal")
+        assert not hasattr(D.__dict__["copy"], "__d2o_original__")
+    np.testing.assert_array_equal(y.get_full_data(), a)
+    moves = [c for c in t.calls if c[1] == "Alltoallw"]
+    assert len(moves) == (1 if comm.size > 1 else 0)
