@@ -4,7 +4,8 @@ Write numpy-style code once; run it on one process without MPI, or with
 ``mpiexec -n N`` to spread every array over N processes.
 """
 
-# Feature modules attach their methods to distributed_data_object on import.
+# The class first: it binds the feature modules its one-line methods call.
+from ._d2o import distributed_data_object  # noqa: I001
 from . import (  # noqa: F401
     _funnel,
     _indexing,
@@ -16,7 +17,6 @@ from . import (  # noqa: F401
 )
 from ._comm import default_comm
 from ._config import get_option, options, set_options
-from ._d2o import distributed_data_object
 from ._distributors import STRATEGIES
 from ._errors import GatherError, GatherWarning
 from ._indexing import *  # noqa: F403

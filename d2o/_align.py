@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._d2o import distributed_data_object as D2O
-from ._distributors import Distributor, get_distributor, index_of, like, slab_distributor
+from ._distributors import Distributor, get_distributor, index_of, like
 from ._layout import is_mesh, moved
 from ._redistribution import exchange, redistribute
 
@@ -71,9 +71,9 @@ def align(x: Any, target: Distributor) -> Any:
             return _align_to_boxes(x, target)
         k = target.axis - (target.ndim - x.ndim)
         if k >= 0 and x.shape[k] == target.global_shape[target.axis]:
-            if not d.replicated and d.axis == k and d.offsets == target.offsets:
+            if not d.replicated and d.axis == k and d.bounds() == target.bounds():
                 return x.data
-            want = slab_distributor(x.shape, d.comm, k, target.offsets, target.strategy)
+            want = target.slabs_like(x.shape, k)
             return redistribute(x.data, d, want)
         return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
     if target.replicated or isinstance(x, SCALARS) or x is None:
@@ -83,7 +83,7 @@ def align(x: Any, target: Distributor) -> Any:
         return x[index_of(_wanted(x.shape, target)(target.comm.rank))]
     k = target.axis - (target.ndim - x.ndim)
     if k >= 0 and x.shape[k] != 1:
-        return x[(slice(None),) * k + (slice(target.local_start, target.local_stop),)]
+        return x[(slice(None),) * k + (slice(*target.span()),)]
     return x
 
 

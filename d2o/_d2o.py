@@ -423,7 +423,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             ax = _axis_or_zero(ax, d.ndim)
             if strategy == "freeform" and not d.replicated and ax == d.axis:
                 # the same pieces, labelled 'freeform'
-                return slab_distributor(d.global_shape, d.comm, ax, d.offsets, "freeform")
+                return d.slabs_like(d.global_shape, ax, "freeform")
             return get_distributor(strategy, d.global_shape, d.comm, ax)
 
     def redistribute(self, axis: int) -> distributed_data_object:
@@ -465,7 +465,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             strategy = d.layout
         if strategy == "freeform" and local_shape is None and global_shape is None:
             if not d.replicated:  # keep the pieces
-                target = slab_distributor(d.global_shape, d.comm, d.axis, d.offsets, "freeform")
+                target = d.slabs_like(d.global_shape, d.axis, "freeform")
                 return _from_local(np.empty(d.local_shape, dtype=dt), target)
         kwargs.setdefault("comm", d.comm)
         if d.axis is not None:
@@ -499,6 +499,391 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     @property
     def T(self) -> distributed_data_object:  # noqa: N802
         return self.transpose()
+
+    # == The API implemented by the feature modules: one line each, so the whole public
+    # == face of the class reads here.  The modules are bound at the end of this file.
+
+    # -- operators (d2o._ufuncs): local on one layout, else operands aligned first --------
+    def __add__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.add, operator.add)
+
+    def __radd__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.add, operator.add)
+
+    def __iadd__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.add, operator.iadd)
+
+    def __sub__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.subtract, operator.sub)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.subtract, operator.sub)
+
+    def __isub__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.subtract, operator.isub)
+
+    def __mul__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.multiply, operator.mul)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.multiply, operator.mul)
+
+    def __imul__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.multiply, operator.imul)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.true_divide, operator.truediv)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.true_divide, operator.truediv)
+
+    def __itruediv__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.true_divide, operator.itruediv)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.floor_divide, operator.floordiv)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.floor_divide, operator.floordiv)
+
+    def __ifloordiv__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.floor_divide, operator.ifloordiv)
+
+    def __mod__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.remainder, operator.mod)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.remainder, operator.mod)
+
+    def __imod__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.remainder, operator.imod)
+
+    def __pow__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.power, operator.pow)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.power, operator.pow)
+
+    def __ipow__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.power, operator.ipow)
+
+    def __and__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.bitwise_and, operator.and_)
+
+    def __rand__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.bitwise_and, operator.and_)
+
+    def __iand__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.bitwise_and, operator.iand)
+
+    def __or__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.bitwise_or, operator.or_)
+
+    def __ror__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.bitwise_or, operator.or_)
+
+    def __ior__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.bitwise_or, operator.ior)
+
+    def __xor__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.bitwise_xor, operator.xor)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.bitwise_xor, operator.xor)
+
+    def __ixor__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.bitwise_xor, operator.ixor)
+
+    def __lshift__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.left_shift, operator.lshift)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.left_shift, operator.lshift)
+
+    def __ilshift__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.left_shift, operator.ilshift)
+
+    def __rshift__(self, other: Any) -> Any:
+        return _ufuncs.binary(self, other, np.right_shift, operator.rshift)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return _ufuncs.reflected(self, other, np.right_shift, operator.rshift)
+
+    def __irshift__(self, other: Any) -> Any:
+        return _ufuncs.inplace(self, other, np.right_shift, operator.irshift)
+
+    def __lt__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.less, operator.lt)
+
+    def __le__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.less_equal, operator.le)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.equal, operator.eq)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.not_equal, operator.ne)
+
+    def __gt__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.greater, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ufuncs.binary(self, other, np.greater_equal, operator.ge)
+
+    def __neg__(self) -> distributed_data_object:
+        return _ufuncs.unary(self, np.negative)
+
+    def __pos__(self) -> distributed_data_object:
+        return _ufuncs.unary(self, np.positive)
+
+    def __abs__(self) -> distributed_data_object:
+        return _ufuncs.unary(self, np.absolute)
+
+    def __invert__(self) -> distributed_data_object:
+        return _ufuncs.unary(self, np.invert)
+
+    def __divmod__(self, other: Any) -> tuple:
+        return _ufuncs.apply_ufunc(np.divmod, "__call__", (self, other), {})
+
+    def __rdivmod__(self, other: Any) -> tuple:
+        return _ufuncs.apply_ufunc(np.divmod, "__call__", (other, self), {})
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy ufuncs on distributed operands (d2o._ufuncs); local on one layout."""
+        return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
+        """numpy functions d2o implements (d2o._special.HANDLED); TypeError for others."""
+        return _special.array_function(self, func, types, args, kwargs)
+
+    def conjugate(self) -> distributed_data_object:
+        """The complex conjugate; local."""
+        return _ufuncs.conjugate(self)
+
+    conj = conjugate
+
+    def isnan(self) -> distributed_data_object:
+        """Element-wise ``np.isnan``; local."""
+        return _ufuncs.unary(self, np.isnan)
+
+    def isinf(self) -> distributed_data_object:
+        """Element-wise ``np.isinf``; local."""
+        return _ufuncs.unary(self, np.isinf)
+
+    def isfinite(self) -> distributed_data_object:
+        """Element-wise ``np.isfinite``; local."""
+        return _ufuncs.unary(self, np.isfinite)
+
+    def isreal(self) -> distributed_data_object:
+        """Element-wise ``np.isreal``; local."""
+        return _original.isreal(self)
+
+    def iscomplex(self) -> distributed_data_object:
+        """Element-wise ``np.iscomplex``; local."""
+        return _original.iscomplex(self)
+
+    def nan_to_num(
+        self, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None
+    ) -> distributed_data_object:
+        """``np.nan_to_num`` of every element; local (``copy=False`` works in place)."""
+        return _original.nan_to_num(self, copy, nan, posinf, neginf)
+
+    def apply_scalar_function(
+        self, function: Any, inplace: bool = False, dtype: Any = None
+    ) -> distributed_data_object:
+        """``function`` applied to every element; local."""
+        return _original.apply_scalar_function(self, function, inplace, dtype)
+
+    def apply_generator(self, generator: Any, copy: bool = False) -> None:
+        """Fill this rank's piece with ``generator(local_shape)``; local."""
+        return _original.apply_generator(self, generator, copy)
+
+    # -- indexing (d2o._indexing): see its module notes for what communicates ------------
+    def __getitem__(self, key: Any) -> Any:
+        return _indexing.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _indexing.setitem(self, key, value)
+
+    def get_data(self, key: Any, local_keys: bool = False, copy: bool = True, **kwargs: Any) -> Any:
+        """Collective: ``self[key]``, or with ``local_keys`` each rank's own key (paper's API)."""
+        return _indexing.get_data(self, key, local_keys=local_keys, copy=copy, **kwargs)
+
+    def set_data(
+        self, data: Any, to_key: Any, from_key: Any = None, local_keys: bool = False,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        """Collective: ``self[to_key] = data[from_key]``, or per-rank keys (paper's API)."""
+        _indexing.set_data(self, data, to_key, from_key, local_keys, **kwargs)
+
+    # -- reductions (d2o._reductions): partials combined among the ranks that split an axis
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``sum`` over the global array."""
+        return _reductions.method(self, "sum", axis, dtype, out, keepdims, **kwargs)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``prod`` over the global array."""
+        return _reductions.method(self, "prod", axis, dtype, out, keepdims, **kwargs)
+
+    def nansum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``nansum`` over the global array."""
+        return _reductions.method(self, "nansum", axis, dtype, out, keepdims, **kwargs)
+
+    def max(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``max`` over the global array."""
+        return _reductions.method(self, "max", axis, dtype, out, keepdims, **kwargs)
+
+    def min(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``min`` over the global array."""
+        return _reductions.method(self, "min", axis, dtype, out, keepdims, **kwargs)
+
+    def nanmax(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``nanmax`` over the global array."""
+        return _reductions.method(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
+
+    def nanmin(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``nanmin`` over the global array."""
+        return _reductions.method(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
+
+    def any(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``any`` over the global array."""
+        return _reductions.method(self, "any", axis, dtype, out, keepdims, **kwargs)
+
+    def all(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kwargs: Any) -> Any:  # fmt: skip
+        """Collective: numpy's ``all`` over the global array."""
+        return _reductions.method(self, "all", axis, dtype, out, keepdims, **kwargs)
+
+    amax = max
+    amin = min
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False) -> Any:  # fmt: skip
+        """Collective: the arithmetic mean (numpy's dtypes)."""
+        return _reductions.mean(self, axis, dtype, out, keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """Collective: the variance."""
+        return _reductions.var(self, axis, dtype, out, ddof, keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """Collective: the standard deviation."""
+        return _reductions.std(self, axis, dtype, out, ddof, keepdims)
+
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """Collective: numpy's ``argmax`` (flat index without ``axis``)."""
+        return _reductions.arg(self, "argmax", axis, out, keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """Collective: numpy's ``argmin`` (flat index without ``axis``)."""
+        return _reductions.arg(self, "argmin", axis, out, keepdims)
+
+    def argmax_nonflat(self, axis: Any = None) -> tuple:
+        """Collective: the index tuple of the maximum; identical on every rank."""
+        return _original.nonflat(self, "argmax", axis)
+
+    def argmin_nonflat(self, axis: Any = None) -> tuple:
+        """Collective: the index tuple of the minimum; identical on every rank."""
+        return _original.nonflat(self, "argmin", axis)
+
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        """Collective: cumulative sum (one exclusive scan of the ranks' totals)."""
+        return _reductions.cumulative(self, "cumsum", axis, dtype, out)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        """Collective: cumulative product (one exclusive scan of the ranks' totals)."""
+        return _reductions.cumulative(self, "cumprod", axis, dtype, out)
+
+    def median(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """Collective: numpy's ``median``, never gathering the array."""
+        return _original.median(self, axis, out, keepdims=keepdims)
+
+    def equal(self, other: Any) -> bool:
+        """Collective: True when ``other`` has this shape and equal elements (original D2O)."""
+        return _original.equal(self, other)
+
+    def bincount(self, weights: Any = None, minlength: int = 0) -> distributed_data_object:
+        """Collective: numpy's ``bincount``; the result is replicated."""
+        return _special.bincount(self, weights, minlength)
+
+    def unique(self) -> distributed_data_object:
+        """Collective: the sorted unique values; the result is replicated."""
+        return _special.unique(self)
+
+    def nonzero(self) -> tuple:
+        """Collective: the indices of the nonzero elements, distributed by rank."""
+        return _special.nonzero(self)
+
+    def where(self, x: Any = None, y: Any = None) -> Any:
+        """numpy's ``where`` with this array as the condition."""
+        return _special.where(self, x, y)
+
+    def vdot(self, b: Any) -> Any:
+        """Collective: ``sum(conj(self.ravel()) * b.ravel())``."""
+        return _special.vdot(self, b)
+
+    # -- matrix products (d2o._linalg) ----------------------------------------------------
+    def __matmul__(self, other: Any) -> Any:
+        return _linalg.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _linalg.matmul(other, self)
+
+    def dot(self, other: Any) -> Any:
+        """Collective: numpy's ``dot`` for 1-d and 2-d operands."""
+        return _linalg.dot(self, other)
+
+    # -- shapes (d2o._shape_ops, d2o._reductions.ravel) -----------------------------------
+    def transpose(self, *axes: Any) -> distributed_data_object:
+        """The array with permuted axes (local: the layout is permuted with it)."""
+        return _shape_ops.transpose(self, *axes)
+
+    def swapaxes(self, axis1: int, axis2: int) -> distributed_data_object:
+        """The array with two axes interchanged; local."""
+        return _shape_ops.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape: Any, order: str = "C") -> distributed_data_object:
+        """numpy's ``reshape``: local when every piece stays a slab, else one exchange."""
+        return _shape_ops.reshape(self, *shape, order=order)
+
+    def ravel(self) -> distributed_data_object:
+        """Collective: the flattened (C-order) array, distributed along its only axis."""
+        return _reductions.ravel(self)
+
+    def flatten(self, inplace: bool = False) -> distributed_data_object:
+        """The flattened array (C order), a copy; ``inplace`` reshapes this array instead."""
+        return _original.flatten(self, inplace)
+
+    @classmethod
+    def wrap(cls, local_array: Any, axis: int = 0, comm: Any = None) -> distributed_data_object:
+        """Collective: one distributed array from every rank's piece, stacked along ``axis``."""
+        return _shape_ops.wrap(local_array, axis=axis, comm=comm)
+
+    @property
+    def global_slice(self) -> Any:
+        """Index with global indices without communicating (caput's ``global_slice``)."""
+        return _shape_ops.global_slice(self)
+
+    @property
+    def local_array(self) -> np.ndarray:
+        """This rank's piece itself (caput's ``local_array``; no copy)."""
+        return self.data
+
+    def enumerate(self, axis: int) -> Iterator[tuple[int, int]]:
+        """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
+        return _shape_ops.enumerate_local(self, axis)
 
     # -- iteration -----------------------------------------------------------
     def __iter__(self) -> Iterator:
@@ -588,3 +973,16 @@ def _freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Dist
     gshape = list(piece.shape)
     gshape[ax] = offsets[-1]
     return slab_distributor(tuple(gshape), c, ax, offsets, "freeform")
+
+
+# The feature modules import this class; they are bound here, once it exists, and the
+# one-line methods above find them at call time.
+from . import (  # noqa: E402
+    _indexing,
+    _linalg,
+    _original,
+    _reductions,
+    _shape_ops,
+    _special,
+    _ufuncs,
+)

@@ -136,6 +136,39 @@ class Distributor:
         start = (self.local_slice[axis].start or 0) if axis < len(self.local_slice) else 0
         return np.arange(start, start + self.local_shape[axis], dtype=np.intp)
 
+    # -- layout questions for the feature modules (they never read a subclass's fields) --
+
+    def span(self, axis: int | None = None) -> tuple[int, int]:
+        """This rank's contiguous (start, stop) along ``axis`` (default: the split axis).
+
+        ValueError where the rank holds several runs along that axis (block-cyclic)."""
+        ax = self.axis if axis is None else axis
+        if ax is None:
+            raise ValueError(f"{self!r} has no split axis")
+        entry = self.region(self.comm.rank)[ax]
+        if is_runs(entry):
+            runs = as_runs(entry)
+            if len(runs) > 1:
+                raise ValueError(f"{self!r} holds several runs along axis {ax}")
+            return runs[0] if runs else (0, 0)
+        return entry
+
+    def bounds(self) -> tuple:
+        """The boundary table of a slab layout: rank ``r`` holds ``bounds[r]:bounds[r+1]``
+        of the split axis (and all of every other axis).  ValueError for other layouts."""
+        raise ValueError(f"{self!r} is not a slab layout")
+
+    def bounds_array(self) -> np.ndarray:
+        """`bounds` as a read-only intp array (for searchsorted)."""
+        raise ValueError(f"{self!r} is not a slab layout")
+
+    def slabs_like(self, shape: tuple, axis: int, strategy: str | None = None) -> Distributor:
+        """The slab layout of ``shape`` whose pieces along ``axis`` are this slab layout's
+        pieces along its split axis (strategy label: this one's unless given)."""
+        return slab_distributor(
+            tuple(shape), self.comm, axis, self.bounds(), strategy or self.strategy
+        )
+
     def piece_sizes(self) -> list:
         """The number of elements each rank holds."""
         return [math.prod(run_length(e) for e in self.region(r)) for r in range(self.comm.size)]
@@ -210,6 +243,17 @@ class SlabDistributor(Distributor):
         box = [(0, n) for n in self.global_shape]
         box[self.axis] = (self.offsets[rank], self.offsets[rank + 1])
         return tuple(box)
+
+    def span(self, axis: int | None = None) -> tuple[int, int]:
+        if axis is None or axis == self.axis:
+            return self.local_start, self.local_stop
+        return 0, self.global_shape[axis]
+
+    def bounds(self) -> tuple:
+        return self.offsets
+
+    def bounds_array(self) -> np.ndarray:
+        return self.offsets_array
 
     def lengths(self) -> list[int]:
         """Every rank's extent along the distributed axis."""
@@ -308,5 +352,5 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
     if s in _LENGTH_RULES:
         return get_distributor(s, global_shape, dist.comm, ax)
     if not dist.replicated and global_shape[ax] == dist.global_shape[dist.axis]:
-        return slab_distributor(global_shape, dist.comm, ax, dist.offsets, s)
+        return dist.slabs_like(global_shape, ax, s)
     return get_distributor("equal", global_shape, dist.comm, ax)

@@ -35,11 +35,6 @@ __all__: list[str] = []
 _from_local = D2O._from_local
 
 
-def offsets_array(d: Distributor) -> np.ndarray:
-    """The distributor's offsets table as a read-only intp array (built once per layout)."""
-    return d.offsets_array
-
-
 def row_key(obj: D2O, key: Any) -> np.ndarray | None:
     """The normalised 1-d integer key when ``key`` is one for axis 0 of ``obj``."""
     if obj.distributor.axis != 0:
@@ -85,10 +80,10 @@ def _scratch(slot: str, shape: tuple, dtype) -> np.ndarray:
 def _owners(d: Distributor, A: np.ndarray) -> np.ndarray:
     """The rank owning each index of ``A`` (int8 for up to 32 ranks: a few
     comparisons are much faster than ``searchsorted`` on a long unsorted key)."""
-    offs = d.offsets
+    offs = d.bounds()
     P = len(offs) - 1
     if P > 32:
-        return offsets_array(d).searchsorted(A, side="right") - 1
+        return d.bounds_array().searchsorted(A, side="right") - 1
     if A.size < _LARGE:
         o = (A >= offs[1]).view(np.int8)
         for x in offs[2:-1]:
@@ -124,7 +119,7 @@ def get_rows(obj: D2O, key: Any, A: np.ndarray | None = None) -> Any:
         # every rank keeps the selected rows it owns, in order: no communication
         bounds = [0, *accumulate(np.bincount(owner, minlength=P).tolist())]
         lo, hi = bounds[me], bounds[me + 1]
-        piece = obj.data[A[lo:hi] - d.local_start]
+        piece = obj.data[A[lo:hi] - d.span()[0]]
         return _from_local(piece, slab_distributor(R, comm, 0, bounds, "freeform"))
     if rest and max(rest) > m:
         return NotImplemented  # the result is spread along another axis
@@ -145,12 +140,12 @@ def _exchange_small(obj: D2O, A: np.ndarray, owner: np.ndarray, dst: Distributor
     rest = dst.global_shape[1:]
     inner = prod(rest)
     sel = (owner == me).nonzero()[0]  # increasing, hence grouped by destination
-    cum = sel.searchsorted(offsets_array(dst)).tolist()
+    cum = sel.searchsorted(dst.bounds_array()).tolist()
     sc = [(cum[q + 1] - cum[q]) * inner for q in range(P)]
     idx = A[sel]
-    idx -= obj.distributor.local_start
+    idx -= obj.distributor.span()[0]
     send = obj.data.take(idx, axis=0)
-    src = owner[dst.local_start : dst.local_stop]
+    src = owner[slice(*dst.span())]
     rc = [c * inner for c in np.bincount(src, minlength=P).tolist()]
     got = np.empty((src.size,) + rest, dtype=obj.dtype)
     _alltoallv(comm, send, sc, rc, got)
@@ -169,12 +164,12 @@ def _exchange_large(obj: D2O, A: np.ndarray, owner: np.ndarray, dst: Distributor
     rest = dst.global_shape[1:]
     inner = prod(rest)
     dtype = obj.dtype
-    doffs = dst.offsets
+    doffs = dst.bounds()
     m = A.size
     mine = np.equal(owner, me, out=_scratch("mine", (m,), np.bool_))
     cnt = [np.count_nonzero(mine[doffs[q] : doffs[q + 1]]) for q in range(P)]
     idx = A.take(mine.nonzero()[0], out=_scratch("idx", (sum(cnt),), np.intp), mode="clip")
-    idx -= obj.distributor.local_start
+    idx -= obj.distributor.span()[0]
     send = obj.data.take(idx, axis=0, out=_scratch("send", idx.shape + rest, dtype), mode="clip")
     sc = [c * inner for c in cnt]
     src = owner[doffs[me] : doffs[me + 1]]
@@ -217,8 +212,8 @@ def set_rows(obj: D2O, key: Any, value: Any, check_value) -> Any:
     R = (A.size,) + d.global_shape[1:]
     val = np.asarray(value, dtype=obj.dtype)
     vs = check_value(val.shape, R)
-    lo = d.local_start
-    sel = np.flatnonzero((A >= lo) & (A < d.local_stop))
+    lo, hi = d.span()
+    sel = np.flatnonzero((A >= lo) & (A < hi))
     if sel.size == 0:
         return None
     vv = val.reshape((1,) * (len(R) - len(vs)) + vs)

@@ -55,7 +55,7 @@ from ._errors import (
     check_gather,
     new_record,
 )
-from ._fancy import get_rows, offsets_array, row_key, set_rows
+from ._fancy import get_rows, row_key, set_rows
 from ._keys import (
     Key,
     broadcast_index_shapes,
@@ -106,7 +106,7 @@ def _owner_lin(d: Distributor, coords: list, shape: tuple) -> tuple[np.ndarray, 
         lin = np.broadcast_to(lin, shape).ravel()
         return np.full(lin.size, d.comm.rank, dtype=np.intp), lin
     ax = d.axis
-    offs = offsets_array(d)
+    offs = d.bounds_array()
     c_ax = np.broadcast_to(coords[ax], shape)
     owner = np.searchsorted(offs, c_ax, side="right") - 1
     lin = c_ax - offs[owner]
@@ -310,7 +310,7 @@ def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
         return _from_owner(obj, 0, None, error)  # raises on every rank
     idx = [it[2] for it in k.items]
     owner = d.owner(idx[d.axis])
-    idx[d.axis] -= d.local_start
+    idx[d.axis] -= d.span()[0]
     return _from_owner(obj, owner, tuple(idx), None)
 
 
@@ -320,11 +320,11 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
     ax, start, step, n = e[1], e[2], e[4], e[5]
     o = k.out_of[ax]
     R = k.out_shape
-    offs = d.offsets
+    offs = d.bounds()
     P = comm.size
     ranges = [jrange(start, step, n, offs[r], offs[r + 1]) for r in range(P)]
     j0, j1 = ranges[comm.rank]
-    piece = obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, d.local_start)})]
+    piece = obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})]
     if copy and not k.advanced:
         piece = piece.copy()
     lengths = [b - a for a, b in ranges]
@@ -343,7 +343,7 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple) -> Any:
     owner = d.owner(idx)
     R = k.out_shape
     mine = comm.rank == owner
-    piece = obj.data[emit(k, {ax: idx - d.local_start})] if mine else None
+    piece = obj.data[emit(k, {ax: idx - d.span()[0]})] if mine else None
     if not R:
         buf = np.empty(1, dtype=obj.dtype)
         if mine:
@@ -370,7 +370,7 @@ def _get_adv_axis(obj: D2O, k: Key) -> D2O:
     ax = d.axis
     R, B = k.out_shape, k.bshape
     A = np.broadcast_to(k.src[ax][2], B)
-    offs = offsets_array(d)
+    offs = d.bounds_array()
     owners = np.searchsorted(offs, A, side="right") - 1
     if len(B) == 1 and _monotonic(owners):
         # every rank keeps the selected rows it owns, in order: no communication
@@ -378,9 +378,10 @@ def _get_adv_axis(obj: D2O, k: Key) -> D2O:
         bo = _offsets(counts)
         lo, hi = bo[comm.rank], bo[comm.rank + 1]
         adv = {}
+        mine = d.span()[0]
         for i, it in _adv_items(k):
             a = np.broadcast_to(it[2], B)[lo:hi]
-            adv[i] = a - d.local_start if it[1] == ax else a
+            adv[i] = a - mine if it[1] == ax else a
         piece = obj.data[emit(k, adv=adv)]
         return _from_local(piece, _slab(R, comm, k.bpos, counts))
     dst = _spread(R, comm)
@@ -409,7 +410,7 @@ def _get_small(obj: D2O, k: Key, dst: Distributor) -> np.ndarray:
     owner, lin = _owner_lin(d, coords_for(k, _full_box(R), advs), R)
     t = dst.axis
     pos = np.arange(R[t], dtype=np.intp).reshape((-1,) + (1,) * (len(R) - t - 1))
-    dest = np.searchsorted(offsets_array(dst), np.broadcast_to(pos, R), side="right") - 1
+    dest = np.searchsorted(dst.bounds_array(), np.broadcast_to(pos, R), side="right") - 1
     dest = dest.ravel()
     mine = np.flatnonzero(dest == me)
     if np.array_equal(owner, dest):
@@ -432,8 +433,8 @@ def _mask_rows(obj: D2O, mask: D2O) -> np.ndarray | None:
     if d.replicated or d.axis != 0:
         return None
     md = mask.distributor
-    want = slab_distributor(mask.shape, md.comm, 0, d.offsets, "freeform")
-    if not md.replicated and md.axis == 0 and md.offsets == d.offsets:
+    want = d.slabs_like(mask.shape, 0, "freeform")
+    if not md.replicated and md.axis == 0 and md.bounds() == d.bounds():
         return mask.data
     return redistribute(mask.data, md, want)
 
@@ -450,9 +451,9 @@ def _mask_coords(mask: D2O) -> tuple[list[D2O], int]:
         eq = get_distributor("equal", mask.shape, comm, 0)
         m = redistribute(mask.data, md, eq)
         md = eq
-        lo = md.local_start
+        lo = md.span()[0]
     else:
-        lo = md.local_start
+        lo = md.span()[0]
     nz = list(np.nonzero(m))
     if nz:
         nz[0] = nz[0] + lo
@@ -502,7 +503,7 @@ def _distributed_plan(obj: D2O, k: Key):
     if WB.replicated:
         dst = get_distributor("not", R, comm)
     else:
-        dst = slab_distributor(R, comm, k.bpos + WB.axis, WB.offsets, WB.strategy)
+        dst = WB.slabs_like(R, k.bpos + WB.axis)
     box = dst.region(comm.rank)
     shape = _shape_of(box)
     error, owner, lin = None, None, None
@@ -651,7 +652,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
     if e[0] == "s":
         start, step, n = e[2], e[4], e[5]
         o = k.out_of[ax]
-        offs = d.offsets
+        offs = d.bounds()
         ranges = [jrange(start, step, n, offs[r], offs[r + 1]) for r in range(comm.size)]
         j0, j1 = ranges[comm.rank]
         if dval is not None:
@@ -659,7 +660,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         else:
             part = _cut(val, R, o, j0, j1)
         if j1 > j0:
-            obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, d.local_start)})] = part
+            obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})] = part
         return None
     if e[0] == "i":
         idx = e[2]
@@ -668,7 +669,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
             full = _full_box(R)
             val = _value_parts(dval, R, lambda r: full if r == owner else None)
         if comm.rank == owner:
-            obj.data[emit(k, {ax: idx - d.local_start})] = val
+            obj.data[emit(k, {ax: idx - d.span()[0]})] = val
         return None
     return _set_adv_axis(obj, k, val, dval)
 
@@ -681,14 +682,15 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
     nb, bpos = len(B), k.bpos
     if dval is None:  # every rank writes what it owns: no communication
         A = np.broadcast_to(k.src[ax][2], B).reshape(-1)
-        offs = offsets_array(d)
+        offs = d.bounds_array()
         sel = np.flatnonzero((A >= offs[comm.rank]) & (A < offs[comm.rank + 1]))
         if sel.size == 0:
             return
         adv = {}
+        lo = offs[comm.rank]
         for i, it in _adv_items(k):
             a = np.broadcast_to(it[2], B).reshape(-1)[sel]
-            adv[i] = a - d.local_start if it[1] == ax else a
+            adv[i] = a - lo if it[1] == ax else a
         vs = _check_value(val.shape, R)
         vv = val.reshape((1,) * (len(R) - len(vs)) + vs)
         head, tail = vv.shape[:bpos], vv.shape[bpos + nb :]
@@ -879,7 +881,7 @@ def set_data(
     _set(self, to_key, data)
 
 
-def _getitem(self: D2O, key: Any) -> Any:
+def getitem(self: D2O, key: Any) -> Any:
     if type(key) is int:
         d = self.distributor
         if d.ndim == 1:
@@ -893,11 +895,11 @@ def _getitem(self: D2O, key: Any) -> Any:
                 return self.data[key]
             if _packable(self.data.dtype):  # the value rides on the error agreement
                 owner = d.owner(key)
-                return _from_owner(self, owner, key - d.local_start, None)
+                return _from_owner(self, owner, key - d.span()[0], None)
     return _get(self, key)
 
 
-def _setitem(self: D2O, key: Any, value: Any) -> None:
+def setitem(self: D2O, key: Any, value: Any) -> None:
     if type(key) is int and isinstance(value, _NUMERIC):
         d = self.distributor
         dt = self.data.dtype
@@ -910,17 +912,9 @@ def _setitem(self: D2O, key: Any, value: Any) -> None:
             v = dt.type(value)
             if d.replicated:
                 self.data[key] = v
-            elif d.local_start <= key < d.local_stop:
-                self.data[key - d.local_start] = v
+            else:
+                lo, hi = d.span()
+                if lo <= key < hi:
+                    self.data[key - lo] = v
             return
     _set(self, key, value)
-
-
-def _install() -> None:
-    D2O.__getitem__ = _getitem
-    D2O.__setitem__ = _setitem
-    D2O.get_data = get_data
-    D2O.set_data = set_data
-
-
-_install()

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._d2o import distributed_data_object as D2O
-from ._distributors import get_distributor, slab_distributor
+from ._distributors import get_distributor
 from ._errors import agreed
 from ._redistribution import exchange, redistribute
 from ._reductions import combine_partials
@@ -58,11 +58,12 @@ def _rows_times(a: D2O, b: D2O, out_dtype: np.dtype) -> np.ndarray:
         b = b.copy(distribution_strategy="equal", axis=0)
         db = b.distributor
     out = np.zeros(a.data.shape[:1] + b.shape[1:], dtype=out_dtype)
+    bounds = db.bounds()
     for step in range(comm.size):
         src = (comm.rank + step) % comm.size
         want = lambda r, s=step: db.region((r + s) % comm.size)  # noqa: E731
         block = exchange(comm, b.data, db.region, want) if step else b.data
-        lo, hi = db.offsets[src], db.offsets[src + 1]
+        lo, hi = bounds[src], bounds[src + 1]
         if hi > lo:
             out += np.matmul(a.data[:, lo:hi], block)
     return out
@@ -101,16 +102,16 @@ def matmul(a: Any, b: Any) -> Any:
             res = _from_local(local, get_distributor("not", res_shape, comm))
         elif b.ndim == 2 and db.axis == 1:
             local = np.matmul(a2.data, b.data).astype(dtype, copy=False)
-            res = _from_local(local, slab_distributor(res_shape, comm, 1, db.offsets, db.strategy))
+            res = _from_local(local, db.slabs_like(res_shape, 1))
         else:  # B by rows: partial products over k, summed
-            part = np.matmul(a2.data[:, db.local_start : db.local_stop], b.data)
+            part = np.matmul(a2.data[:, slice(*db.span())], b.data)
             total = combine_partials(part.astype(dtype, copy=False), np.add, db)
             res = _from_local(total, get_distributor("not", res_shape, comm))
     elif d2.axis == 0:
         local = _rows_times(a2, b, dtype)
-        res = _from_local(local, slab_distributor(res_shape, comm, 0, d2.offsets, d2.strategy))
+        res = _from_local(local, d2.slabs_like(res_shape, 0))
     else:  # A by columns: B's matching rows, partial products summed
-        want = slab_distributor(b.shape, comm, 0, d2.offsets, d2.strategy)
+        want = d2.slabs_like(b.shape, 0)
         b_rows = redistribute(b.data, b.distributor, want)
         part = np.matmul(a2.data, b_rows).astype(dtype, copy=False)
         total = combine_partials(part, np.add, d2)
@@ -126,7 +127,7 @@ def _row_vector_layout(a: D2O):
     shape = (1,) + a.shape
     if d.replicated:
         return get_distributor("not", shape, d.comm)
-    return slab_distributor(shape, d.comm, 1, d.offsets, d.strategy)
+    return d.slabs_like(shape, 1)
 
 
 def _squeeze_first(res: D2O) -> Any:
@@ -140,8 +141,7 @@ def _squeeze_first(res: D2O) -> Any:
     if d.axis == 0:  # the single row lives on one rank: replicate the (small) vector
         full = _replicated(res)[0]
         return _from_local(full, get_distributor("not", shape, d.comm))
-    return _from_local(res.data[0], slab_distributor(shape, d.comm, d.axis - 1, d.offsets,
-                                                     d.strategy))  # fmt: skip
+    return _from_local(res.data[0], d.slabs_like(shape, d.axis - 1))
 
 
 def dot(a: Any, b: Any) -> Any:
@@ -149,12 +149,3 @@ def dot(a: Any, b: Any) -> Any:
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return a * b
     return matmul(a, b)
-
-
-def _install() -> None:
-    D2O.__matmul__ = lambda self, other: matmul(self, other)
-    D2O.__rmatmul__ = lambda self, other: matmul(other, self)
-    D2O.dot = lambda self, other: dot(self, other)
-
-
-_install()

@@ -58,23 +58,17 @@ def apply_scalar_function(
     return out
 
 
-def _nonflat(name: str) -> Callable:
-    def method(self: D2O, axis: Any = None) -> tuple:
-        if axis is not None and self.size == 0:
-            raise ValueError(f"attempt to get {name} of an empty sequence")
-        if axis is not None:
-            raise NotImplementedError(
-                f"{name}_nonflat over an axis is not defined; use {name}(axis=...)"
-            )
-        flat = getattr(self, name)()
-        return tuple(int(i) for i in np.unravel_index(flat, self.shape))
-
-    method.__name__ = f"{name}_nonflat"
-    method.__doc__ = (
-        f"Collective: the index tuple of the {name[3:]}imum (numpy's ``unravel_index`` of "
-        f"``{name}()``); identical on every rank."
-    )
-    return method
+def nonflat(self: D2O, name: str, axis: Any = None) -> tuple:
+    """``argmax_nonflat``/``argmin_nonflat``: the index tuple of ``name()`` (numpy's
+    ``unravel_index``); collective, identical on every rank."""
+    if axis is not None and self.size == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    if axis is not None:
+        raise NotImplementedError(
+            f"{name}_nonflat over an axis is not defined; use {name}(axis=...)"
+        )
+    flat = getattr(self, name)()
+    return tuple(int(i) for i in np.unravel_index(flat, self.shape))
 
 
 def isreal(self: D2O) -> D2O:
@@ -292,21 +286,3 @@ def flatten(self: D2O, inplace: bool = False) -> D2O:
     if np.may_share_memory(flat.data, self.data):  # a local decision: no new object
         flat.data = flat.data.copy()
     return flat
-
-
-def _install() -> None:
-    D2O.apply_generator = apply_generator
-    D2O.equal = equal
-    D2O.flatten = flatten
-    D2O.apply_scalar_function = apply_scalar_function
-    D2O.argmax_nonflat = _nonflat("argmax")
-    D2O.argmin_nonflat = _nonflat("argmin")
-    D2O.isreal = isreal
-    D2O.iscomplex = iscomplex
-    D2O.nan_to_num = nan_to_num
-    D2O.median = lambda self, axis=None, out=None, keepdims=False: median(
-        self, axis, out, keepdims=keepdims
-    )
-
-
-_install()

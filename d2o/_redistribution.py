@@ -247,9 +247,7 @@ def redistribute(
         return out.copy() if copy else out
     if dst.replicated and not explicit and src.size > 1:
         check_gather(src.comm, describe(src))
-    if (
-        dst.axis is not None and dst.axis == src.axis and dst.offsets == src.offsets  # type: ignore[attr-defined]
-    ):
+    if dst.axis is not None and dst.axis == src.axis and dst.bounds() == src.bounds():
         return data.copy() if copy else data
     if same_pieces(src, dst):
         return data.copy() if copy else data

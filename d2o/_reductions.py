@@ -673,7 +673,7 @@ def ravel(obj: D2O) -> D2O:
         obj = obj.copy(distribution_strategy="equal", axis=0)
         d = obj.distributor
     inner = int(np.prod(d.global_shape[1:], dtype=np.int64))
-    offsets = [o * inner for o in d.offsets]
+    offsets = [o * inner for o in d.bounds()]
     strategy = d.strategy if d.strategy in ("equal", "fftw") and inner == 1 else "freeform"
     return _from_local(
         obj.data.reshape(-1), slab_distributor((d.size,), d.comm, 0, offsets, strategy)
@@ -748,53 +748,38 @@ def ufunc_accumulate(
     return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
 
 
-def _install() -> None:
-    def make(name: str):
+def method(
+    self: D2O,
+    name: str,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """The reduction methods (``obj.sum()``, ...): `reduce`, with its fast path inlined
+    (a replicated or one-process ``obj.sum()`` costs one C reduce)."""
+    if axis is None and dtype is None and out is None:
         uf = _SIMPLE.get(name)
-
-        def method(
-            self: D2O,
-            axis: Any = None,
-            dtype: Any = None,
-            out: Any = None,
-            keepdims: bool = False,
-            **kwargs: Any,
-        ) -> Any:
-            if uf is not None and axis is None and dtype is None and out is None:
-                # reduce()'s fast path, inlined: obj.sum() costs one C reduce
-                d = self.distributor
-                if (
-                    (d.replicated or d.comm.size == 1)
-                    and not keepdims
-                    and not kwargs
-                    and type(self.data) is np.ndarray
-                ):
-                    res = uf.reduce(self.data, axis=None)
-                    return res if isinstance(res, np.generic) else np.asarray(res)[()]
-            return reduce(self, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
-
-        method.__name__ = name
-        method.__doc__ = f"Collective: numpy's ``{name}`` over the global array."
-        return method
-
-    for name in REDUCTIONS:
-        setattr(D2O, name, make(name))
-    D2O.mean = mean
-    D2O.var = var
-    D2O.std = std
-    D2O.argmax = lambda self, axis=None, out=None, keepdims=False: _arg(
-        self, "argmax", axis, out, keepdims
-    )
-    D2O.argmin = lambda self, axis=None, out=None, keepdims=False: _arg(
-        self, "argmin", axis, out, keepdims
-    )
-    D2O.cumsum = lambda self, axis=None, dtype=None, out=None: store(
-        _accumulate(self, np.add, np.cumsum, axis, dtype), out
-    )
-    D2O.cumprod = lambda self, axis=None, dtype=None, out=None: store(
-        _accumulate(self, np.multiply, np.cumprod, axis, dtype), out
-    )
-    D2O.ravel = D2O.flatten = ravel
+        d = self.distributor
+        if (
+            uf is not None
+            and (d.replicated or d.comm.size == 1)
+            and not keepdims
+            and not kwargs
+            and type(self.data) is np.ndarray
+        ):
+            res = uf.reduce(self.data, axis=None)
+            return res if isinstance(res, np.generic) else np.asarray(res)[()]
+    return reduce(self, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
 
 
-_install()
+def arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``argmax``/``argmin`` (``name``) of the global array; collective."""
+    return _arg(obj, name, axis, out, keepdims)
+
+
+def cumulative(obj: D2O, name: str, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``cumsum``/``cumprod`` (``name``) along ``axis`` (flattened when None); collective."""
+    uf, fn = (np.add, np.cumsum) if name == "cumsum" else (np.multiply, np.cumprod)
+    return store(_accumulate(obj, uf, fn, axis, dtype), out)

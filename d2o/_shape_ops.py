@@ -63,7 +63,7 @@ def _permuted(d: Distributor, axes: tuple) -> Distributor:
         return get_distributor(d.strategy, shape, d.comm)
     if is_mesh(d):
         return permuted(d, axes)
-    return slab_distributor(shape, d.comm, axes.index(d.axis), d.offsets, d.strategy)
+    return d.slabs_like(shape, axes.index(d.axis))
 
 
 def transpose(obj: D2O, *axes: Any) -> D2O:
@@ -133,13 +133,14 @@ def _local_reshape_layout(d: Distributor, new: tuple, fixed: int | None) -> Dist
         if int(np.prod(new[k:], dtype=np.int64)) != old[a] * inner:
             continue
         inner_new = int(np.prod(new[k + 1 :], dtype=np.int64))
-        if inner_new == 0 or any((o * inner) % inner_new for o in d.offsets):
+        bounds = d.bounds()
+        if inner_new == 0 or any((o * inner) % inner_new for o in bounds):
             continue
-        offsets = tuple((o * inner) // inner_new for o in d.offsets)
+        offsets = tuple((o * inner) // inner_new for o in bounds)
         for s in ("equal", "fftw"):
             if s == d.strategy or d.strategy == "freeform":
                 cand = get_distributor(s, new, d.comm, k)
-                if cand.offsets == offsets:  # type: ignore[attr-defined]
+                if cand.bounds() == offsets:
                     return cand
         return slab_distributor(new, d.comm, k, offsets, "freeform")
     return None
@@ -189,7 +190,7 @@ def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
     strategy = d.strategy if d.strategy in ("equal", "fftw") else "equal"
     target = get_distributor(strategy, new, d.comm, 0)
     inner = int(np.prod(new[1:], dtype=np.int64))
-    offs = target.offsets  # type: ignore[attr-defined]
+    offs = target.bounds()
     want = slab_distributor((d.size,), d.comm, 0, [o * inner for o in offs])
     moved = exchange(d.comm, flat.data, fd.region, want.region)
     return _from_local(moved.reshape(target.local_shape), target)
@@ -297,7 +298,7 @@ class _Selection:
             return
         n = d.global_shape[a]
         k = key[a]
-        lo, hi = d.local_start, d.local_stop  # type: ignore[attr-defined]
+        lo, hi = d.span()
         self.result_axis = a - sum(_is_int(x) for x in key[:a])
         if isinstance(k, slice) and k.indices(n) == (0, n, 1):
             self.full = True
@@ -370,48 +371,19 @@ class GlobalSlicer:
             return
         value = np.asarray(value)
         if sel.result_axis is not None and value.shape == sel.shape and not d.replicated:
-            cut = (
-                slice(d.local_start, d.local_stop)  # type: ignore[attr-defined]
-                if sel.full
-                else sel.cut
-            )
+            cut = slice(*d.span()) if sel.full else sel.cut
             value = value[(slice(None),) * sel.result_axis + (cut,)]
         obj.data[sel.local_key] = value
 
 
-def _global_slice(self: D2O) -> GlobalSlicer:
+def global_slice(self: D2O) -> GlobalSlicer:
     """Index with global indices without communicating (caput's ``global_slice``)."""
     return GlobalSlicer(self)
 
 
-def _enumerate(self: D2O, axis: int) -> Iterator[tuple[int, int]]:
+def enumerate_local(self: D2O, axis: int) -> Iterator[tuple[int, int]]:
     """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
     d = self.distributor
     ax = _normalize_axis(axis, d.ndim)
     glob = d.global_indices(ax).tolist()
     return ((i, g) for i, g in enumerate(glob))
-
-
-def _local_array(self: D2O) -> np.ndarray:
-    """This rank's piece itself (caput's ``local_array``; no copy)."""
-    return self.data
-
-
-def _wrap_cls(cls: type, local_array: Any, axis: int = 0, comm: Any = None) -> D2O:
-    return wrap(local_array, axis=axis, comm=comm)
-
-
-_wrap_cls.__doc__ = wrap.__doc__
-
-
-def _install() -> None:
-    D2O.transpose = transpose
-    D2O.swapaxes = swapaxes
-    D2O.reshape = reshape
-    D2O.wrap = classmethod(_wrap_cls)
-    D2O.global_slice = property(_global_slice)
-    D2O.enumerate = _enumerate
-    D2O.local_array = property(_local_array)
-
-
-_install()

@@ -18,7 +18,7 @@ from ._d2o import distributed_data_object as D2O
 from ._distributors import get_distributor, slab_distributor
 from ._errors import agree_gather, agreed
 from ._reductions import combine_partials, ravel
-from ._ufuncs import align, apply_ufunc, result_layout
+from ._ufuncs import align, result_layout
 
 __all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
 
@@ -95,7 +95,7 @@ def nonzero(x: D2O) -> tuple:
     offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
     lay = slab_distributor((offsets[-1],), d.comm, 0, offsets, "freeform")
     out = [i.astype(np.intp, copy=False) for i in idx]
-    out[0] = out[0] + d.local_start
+    out[0] = out[0] + d.span(0)[0]
     return tuple(_from_local(i, lay) for i in out)
 
 
@@ -138,15 +138,6 @@ def vdot(a: Any, b: Any) -> Any:
     if d.replicated:
         return part[0]
     return combine_partials(part, np.add, d)[0]
-
-
-def _method(fn: Callable) -> Callable:
-    def m(self: D2O, *args: Any, **kwargs: Any) -> Any:
-        return fn(self, *args, **kwargs)
-
-    m.__name__ = fn.__name__
-    m.__doc__ = fn.__doc__
-    return m
 
 
 def _reduction(name: str) -> Callable:
@@ -217,7 +208,7 @@ def _dot(a: Any, b: Any) -> Any:
     return dot(a, b)
 
 
-def _array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+def array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
     impl = HANDLED.get(func)
     if impl is None:
         raise TypeError(
@@ -225,18 +216,3 @@ def _array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs
             "use obj.get_full_data() to gather the array explicitly"
         )
     return impl(*args, **kwargs)
-
-
-def _install() -> None:
-    D2O.__array_function__ = _array_function
-    D2O.bincount = _method(bincount)
-    D2O.unique = _method(unique)
-    D2O.nonzero = _method(nonzero)
-    D2O.vdot = _method(vdot)
-    D2O.where = _method(where)
-    D2O.isnan = lambda self: apply_ufunc(np.isnan, "__call__", (self,), {})
-    D2O.isinf = lambda self: apply_ufunc(np.isinf, "__call__", (self,), {})
-    D2O.isfinite = lambda self: apply_ufunc(np.isfinite, "__call__", (self,), {})
-
-
-_install()

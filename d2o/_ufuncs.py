@@ -16,7 +16,6 @@ result.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -83,7 +82,7 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     return _wrap(result, target)
 
 
-def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     if ufunc.signature is not None:
         # Generalized ufuncs (matmul, vecdot, ...) are not element-wise: applying them to
         # the local pieces would be wrong.  matmul has a distributed implementation.
@@ -120,33 +119,6 @@ def _array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs
     return apply_ufunc(ufunc, method, inputs, kwargs)
 
 
-# -- operators, generated from tables -----------------------------------------
-
-_BINARY = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "truediv": np.true_divide,
-    "floordiv": np.floor_divide,
-    "mod": np.remainder,
-    "pow": np.power,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-    "lshift": np.left_shift,
-    "rshift": np.right_shift,
-}
-_COMPARISONS = {
-    "lt": np.less,
-    "le": np.less_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-}
-_UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
-
-
 def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any:
     """A numpy error of purely local work: raised at once on one process, else deferred to
     the next collective (`d2o._errors.defer`); returns a placeholder of zeros.
@@ -169,98 +141,62 @@ def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any
     return zeros if ufunc.nout > 1 else zeros[0]
 
 
-def _binary(ufunc: np.ufunc, pyop: Any):
-    def op(self: D2O, other: Any) -> Any:
-        try:
-            if isinstance(other, _SCALARS):
-                return _from_local(pyop(self.data, other), self.distributor)
-            if isinstance(other, D2O):
-                if other.distributor is self.distributor:
-                    return _from_local(pyop(self.data, other.data), self.distributor)
-            elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
-                return NotImplemented
-        except Exception as exc:
-            local = [self.data, other.data if isinstance(other, D2O) else other]
-            return _from_local(_failed(exc, self.distributor, ufunc, local), self.distributor)
-        return apply_ufunc(ufunc, "__call__", (self, other), {})
-
-    return op
+# The operators' fast paths (scalars, operands of the very same layout) apply Python's
+# operator to the local ndarray, so numpy's operator special cases (``a ** 2`` is
+# ``square``) hold too; everything else is `apply_ufunc`.
 
 
-def _reflected(ufunc: np.ufunc, pyop: Any):
-    def op(self: D2O, other: Any) -> Any:
+def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
+    """``self <op> other``."""
+    try:
         if isinstance(other, _SCALARS):
-            try:
-                return _from_local(pyop(other, self.data), self.distributor)
-            except Exception as exc:
-                failed = _failed(exc, self.distributor, ufunc, [other, self.data])
-                return _from_local(failed, self.distributor)
-        return apply_ufunc(ufunc, "__call__", (other, self), {})
+            return _from_local(pyop(self.data, other), self.distributor)
+        if isinstance(other, D2O):
+            if other.distributor is self.distributor:
+                return _from_local(pyop(self.data, other.data), self.distributor)
+        elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
+            return NotImplemented
+    except Exception as exc:
+        local = [self.data, other.data if isinstance(other, D2O) else other]
+        return _from_local(_failed(exc, self.distributor, ufunc, local), self.distributor)
+    return apply_ufunc(ufunc, "__call__", (self, other), {})
 
-    return op
 
-
-def _inplace(ufunc: np.ufunc, pyop: Any):
-    def op(self: D2O, other: Any) -> D2O:
+def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
+    """``other <op> self`` (``__radd__``, ...)."""
+    if isinstance(other, _SCALARS):
         try:
-            if isinstance(other, _SCALARS):
-                self.data = pyop(self.data, other)
-                return self
-            if isinstance(other, D2O) and other.distributor is self.distributor:
-                self.data = pyop(self.data, other.data)
-                return self
-        except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
-            defer(self.distributor.comm, exc)
-            return self
-        apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
-        return self
-
-    return op
-
-
-def _unary(ufunc: np.ufunc):
-    def op(self: D2O) -> D2O:
-        try:
-            return _from_local(ufunc(self.data), self.distributor)
+            return _from_local(pyop(other, self.data), self.distributor)
         except Exception as exc:
-            return _from_local(_failed(exc, self.distributor, ufunc, [self.data]), self.distributor)
-
-    return op
-
-
-def _divmod(self: D2O, other: Any) -> tuple:
-    return apply_ufunc(np.divmod, "__call__", (self, other), {})
+            failed = _failed(exc, self.distributor, ufunc, [other, self.data])
+            return _from_local(failed, self.distributor)
+    return apply_ufunc(ufunc, "__call__", (other, self), {})
 
 
-def _rdivmod(self: D2O, other: Any) -> tuple:
-    return apply_ufunc(np.divmod, "__call__", (other, self), {})
+def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
+    """``self <op>= other`` (``__iadd__``, ...): in self's layout."""
+    try:
+        if isinstance(other, _SCALARS):
+            self.data = pyop(self.data, other)
+            return self
+        if isinstance(other, D2O) and other.distributor is self.distributor:
+            self.data = pyop(self.data, other.data)
+            return self
+    except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
+        defer(self.distributor.comm, exc)
+        return self
+    apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+    return self
 
 
-def _conjugate(self: D2O) -> D2O:
+def unary(self: D2O, ufunc: np.ufunc) -> D2O:
+    """``-self``, ``abs(self)``, ...: local."""
+    try:
+        return _from_local(ufunc(self.data), self.distributor)
+    except Exception as exc:
+        return _from_local(_failed(exc, self.distributor, ufunc, [self.data]), self.distributor)
+
+
+def conjugate(self: D2O) -> D2O:
     """The complex conjugate; local."""
     return _from_local(np.conjugate(self.data), self.distributor)
-
-
-def _KW(name: str) -> bool:  # noqa: N802 - operator.and_/or_ carry a trailing underscore
-    return name in ("and", "or")
-
-
-def _install() -> None:
-    # The scalar and same-layout fast paths apply Python's operator to the local
-    # ndarray, so numpy's operator special cases (``a ** 2`` is ``square``) hold too.
-    for name, uf in _BINARY.items():
-        setattr(D2O, f"__{name}__", _binary(uf, getattr(operator, name + "_" * _KW(name))))
-        setattr(D2O, f"__r{name}__", _reflected(uf, getattr(operator, name + "_" * _KW(name))))
-        setattr(D2O, f"__i{name}__", _inplace(uf, getattr(operator, f"i{name}")))
-    for name, uf in _COMPARISONS.items():
-        setattr(D2O, f"__{name}__", _binary(uf, getattr(operator, name)))
-    for name, uf in _UNARY.items():
-        setattr(D2O, f"__{name}__", _unary(uf))
-    D2O.__divmod__ = _divmod
-    D2O.__rdivmod__ = _rdivmod
-    D2O.__array_ufunc__ = _array_ufunc
-    D2O.__hash__ = None  # mutable, like ndarray
-    D2O.conjugate = D2O.conj = _conjugate
-
-
-_install()

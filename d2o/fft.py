@@ -172,13 +172,13 @@ def _four_step(
     overwrite = _BACKEND[2]
     # 1. whole rows of A[j2, j1] = x[j2 * n1 + j1]
     rows = _equal0((n2, n1) + batch, comm)
-    flat_rows = slab_distributor((n,) + batch, comm, 0, [o * n1 for o in rows.offsets])
+    flat_rows = slab_distributor((n,) + batch, comm, 0, [o * n1 for o in rows.bounds()])
     data = redistribute(data, cur, flat_rows).reshape(rows.local_shape)
     # 2. whole columns; FFT over j2 and twiddle
     cols = get_distributor("equal", (n2, n1) + batch, comm, 1)
     data = exchange(comm, data, rows.region, cols.region)
     data = fn(data, axis=0, norm=norm, **overwrite)
-    c0, c1 = cols.local_start, cols.local_stop
+    c0, c1 = cols.span()
     _twiddle(data, np.arange(n2), np.arange(c0, c1), n, 1 if inverse else -1)
     # 3. whole rows again; FFT over j1: C[k2, k1]
     data = exchange(comm, data, cols.region, rows.region)
@@ -186,7 +186,7 @@ def _four_step(
     # 4. X[k2 + n2 k1] = C[k2, k1]: fetch whole columns k1, transpose locally
     data = exchange(comm, data, rows.region, cols.region)
     data = np.ascontiguousarray(np.swapaxes(data, 0, 1)).reshape((-1,) + batch)
-    out = slab_distributor((n,) + batch, comm, 0, [o * n2 for o in cols.offsets])
+    out = slab_distributor((n,) + batch, comm, 0, [o * n2 for o in cols.bounds()])
     return data, out
 
 
@@ -207,13 +207,13 @@ def _bluestein(
         m *= 2
     extra = (slice(None),) + (None,) * len(batch)
     # a = x * chirp, zero-padded to m
-    lo = cur.local_start  # type: ignore[attr-defined]
+    lo = cur.span()[0]
     a = data * _chirp(np.arange(lo, lo + data.shape[0]), n, sign)[extra]
     lay_m = _equal0((m,) + batch, comm)
     a = _crop_pad(a, cur, lay_m)
     # b: the conjugate chirp, wrapped around, computed where it lives
     lay_b = _equal0((m,), comm)
-    idx = np.arange(lay_b.local_start, lay_b.local_stop)  # type: ignore[attr-defined]
+    idx = np.arange(*lay_b.span())
     dist = np.minimum(idx, m - idx)
     b = np.where(dist < n, _chirp(dist, n, -sign), 0).astype(a.dtype)
     n1, n2 = _split(m)
@@ -225,7 +225,7 @@ def _bluestein(
     del fa
     target = _equal0((n,) + batch, comm)
     out = _crop_pad(conv, lay_c, target)
-    lo = target.local_start  # type: ignore[attr-defined]
+    lo = target.span()[0]
     out *= _chirp(np.arange(lo, lo + out.shape[0]), n, sign)[extra]
     scale = {"ortho": 1 / np.sqrt(n), "forward": 1.0 if inverse else 1.0 / n}.get(
         norm, 1.0 / n if inverse else 1.0
@@ -288,7 +288,7 @@ def _along_dist(
     inv = tuple(np.argsort(perm))
     data = data.transpose(perm)
     shape = tuple(cur.global_shape[i] for i in perm)
-    cur = slab_distributor(shape, cur.comm, 0, cur.offsets, cur.strategy)  # type: ignore[attr-defined]
+    cur = cur.slabs_like(shape, 0)
     if kind == "ir":
         data, cur = _hermitian_full(data, cur, n)
     else:
@@ -304,13 +304,7 @@ def _along_dist(
     elif kind == "ir":
         data = np.ascontiguousarray(data.real)
     back = tuple(cur.global_shape[i] for i in inv)
-    return data.transpose(inv), slab_distributor(
-        back,
-        cur.comm,
-        inv.index(0),
-        cur.offsets,
-        cur.strategy,  # type: ignore[attr-defined]
-    )
+    return data.transpose(inv), cur.slabs_like(back, inv.index(0))
 
 
 # -- the driver --------------------------------------------------------------------
@@ -500,7 +494,7 @@ def _freq_array(values_of, n: int, distribution_strategy: str, comm: Any) -> D2O
     if dist.replicated:
         idx = np.arange(n)
     else:
-        idx = np.arange(dist.local_start, dist.local_stop)  # type: ignore[attr-defined]
+        idx = np.arange(*dist.span())
     return _from_local(values_of(idx), dist)
 
 

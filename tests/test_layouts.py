@@ -332,3 +332,19 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     np.testing.assert_array_equal(y.get_full_data(), a)
     moves = [c for c in t.calls if c[1] == "Alltoallw"]
     assert len(moves) == (1 if comm.size > 1 else 0)
+
+
+def test_feature_modules_ask_layout_questions_instead_of_reading_slab_fields():
+    """Only the layout module reads a slab's fields (offsets, local_start, local_stop);
+    everything else asks the distributor (span, bounds, slabs_like, region)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(d2o.__file__).parent
+    pattern = re.compile(r"\.offsets|local_start|local_stop")
+    readers = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if pattern.search(p.read_text(encoding="utf-8"))
+    )
+    assert readers == ["_distributors.py"]

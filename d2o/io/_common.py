@@ -20,7 +20,6 @@ from .._distributors import (
     Distributor,
     _normalize_axis,
     get_distributor,
-    slab_distributor,
 )
 from .._errors import agree, agree_gather, agreed
 
@@ -67,7 +66,7 @@ def layout(strategy: Any, shape: tuple, comm: Comm, axis: int = 0) -> Distributo
     ax = _normalize_axis(axis, len(shape))
     if strategy == "freeform":
         d = get_distributor("equal", shape, comm, ax)
-        return slab_distributor(shape, comm, ax, d.offsets, "freeform")
+        return d.slabs_like(shape, ax, "freeform")
     return get_distributor(strategy, shape, comm, ax)
 
 

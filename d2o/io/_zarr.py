@@ -63,7 +63,7 @@ def aligned_chunks(dist: Distributor, itemsize: int, chunks: Any = None) -> tupl
         return ()
     ax = 0 if dist.replicated else dist.axis
     n = shape[ax]
-    interior = [] if dist.replicated else [o for o in dist.offsets if 0 < o < n]
+    interior = [] if dist.replicated else [o for o in dist.bounds() if 0 < o < n]
     if chunks is not None:
         chunks = (chunks,) * len(shape) if isinstance(chunks, int) else tuple(chunks)
         if len(chunks) != len(shape) or any(int(k) < 1 for k in chunks):
@@ -72,7 +72,7 @@ def aligned_chunks(dist: Distributor, itemsize: int, chunks: Any = None) -> tupl
         if bad:
             raise ValueError(
                 f"chunk length {chunks[ax]} along the distributed axis {ax} does not divide "
-                f"the ranks' offsets {list(dist.offsets)}: two ranks would write one chunk"
+                f"the ranks' offsets {list(dist.bounds())}: two ranks would write one chunk"
             )
         return tuple(int(k) for k in chunks)
     rest = [max(1, m) for i, m in enumerate(shape) if i != ax]
