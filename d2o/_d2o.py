@@ -29,7 +29,7 @@ from ._redistribution import describe, exchange, gather, redistribute
 
 __all__ = ["distributed_data_object"]
 
-_register = d2o_librarian.register
+_next_index = d2o_librarian.next_index
 _new = object.__new__
 _FLOAT64 = np.dtype(np.float64)
 _FLOAT64_STR = _FLOAT64.str
@@ -153,7 +153,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
         self.distributor = dist
         self.hermitian = bool(hermitian)
-        self.index = _register(self)
+        self.index = _next_index()
 
     # -- construction helpers ------------------------------------------------
     #: Set by d2o.io: ``from_hdf5(path, dataset, distribution_strategy=, axis=, comm=)``.
@@ -174,7 +174,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         self.data = src.data if dtype is None else src.data.astype(dtype)
         self.distributor = src.distributor
         self.hermitian = bool(hermitian)
-        self.index = _register(self)
+        self.index = _next_index()
 
     @staticmethod
     def _parse_global(global_data, global_shape, dtype, strategy) -> tuple:
@@ -240,7 +240,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         obj.data = data
         obj.distributor = distributor
         obj.hermitian = False
-        obj.index = _register(obj)
+        obj.index = _next_index()
         return obj
 
     # -- attributes ----------------------------------------------------------
@@ -912,6 +912,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
 
 
 _from_local = distributed_data_object._from_local
+d2o_librarian.cls = distributed_data_object
 
 
 def _as_shape(shape: Any) -> tuple:

@@ -202,6 +202,18 @@ def test_librarian_same_index_everywhere(comm):
         d2o_librarian[gone]
 
 
+def test_librarian_costs_nothing_per_object(comm):
+    """Creating an object (a constructor or an operation's result) only draws its index:
+    no weak reference is made until someone looks objects up."""
+    import weakref
+
+    x = distributed_data_object(np.arange(6.0))
+    y = x + 1
+    collective_assert(weakref.getweakrefcount(y) == 0 and y.index == x.index + 1)
+    collective_assert(d2o_librarian[y.index] is y and y.index in d2o_librarian)
+    collective_assert(len(d2o_librarian) >= 2)
+
+
 @pytest.mark.parametrize("shape", [(0,), (1,), (9,), (5, 2), (2, 5)])
 def test_iteration(shape):
     a = np.arange(int(np.prod(shape))).reshape(shape)
