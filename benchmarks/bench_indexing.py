@@ -56,6 +56,7 @@ def main() -> None:
         ("obj[5] (1000 elements)", lambda: small[5], lambda: sobj[5], 20000),
         ("obj[5] = 1 (1000 elements)", setitem_np, setitem_d2o, 20000),
         ("3-element fancy index [5,700,3]", lambda: small[three], lambda: sobj[three], 5000),
+        ("obj[10:500], a view (1000 elements)", lambda: small[10:500], lambda: sobj[10:500], 5000),
     ]
     out = []
     for label, f_np, f_d2o, number in rows:

@@ -71,7 +71,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     communicate.
     """
 
-    __slots__ = ("data", "distributor", "index", "hermitian", "__weakref__")
+    __slots__ = ("data", "distributor", "index", "hermitian", "base", "__weakref__")
     __array_priority__ = 20.0
 
     def __init__(
@@ -153,6 +153,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             self.data = self._local_piece(global_data, shape, np.dtype(dt), dist, copy)
         self.distributor = dist
         self.hermitian = bool(hermitian)
+        self.base = None
         self.index = _next_index()
 
     # -- construction helpers ------------------------------------------------
@@ -174,6 +175,7 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         self.data = src.data if dtype is None else src.data.astype(dtype)
         self.distributor = src.distributor
         self.hermitian = bool(hermitian)
+        self.base = None
         self.index = _next_index()
 
     @staticmethod
@@ -240,8 +242,16 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         obj.data = data
         obj.distributor = distributor
         obj.hermitian = False
+        obj.base = None
         obj.index = _next_index()
         return obj
+
+    def _view(self, data: np.ndarray, distributor: Distributor) -> distributed_data_object:
+        """A view of this array: ``data`` is a numpy view of (part of) this rank's piece;
+        ``.base`` is the object owning the memory, as in numpy.  No communication."""
+        v = self._from_local(data, distributor)
+        v.base = self if self.base is None else self.base
+        return v
 
     # -- attributes ----------------------------------------------------------
     @property
@@ -490,11 +500,25 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
 
     @property
     def real(self) -> distributed_data_object:
-        return _from_local(self.data.real, self.distributor)
+        """The real part; a view (writes change this array), as in numpy."""
+        return self._view(self.data.real, self.distributor)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value
 
     @property
     def imag(self) -> distributed_data_object:
-        return _from_local(self.data.imag, self.distributor)
+        """The imaginary part; a view for complex arrays, as in numpy."""
+        if not np.iscomplexobj(self.data):  # numpy: a new read-only array of zeros
+            return _from_local(self.data.imag, self.distributor)
+        return self._view(self.data.imag, self.distributor)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        if not np.iscomplexobj(self.data):
+            raise TypeError("array does not have imaginary part to set")
+        self.imag[...] = value
 
     @property
     def T(self) -> distributed_data_object:  # noqa: N802

@@ -164,6 +164,9 @@ def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
                 orig.data, orig.distributor = s.data, s.distributor
         if res is s:
             res = orig
+        elif getattr(res, "base", None) is s:
+            # a view of the temporary: of orig when the exchange moved nothing, else a copy
+            res.base = orig if s.data is orig.data else None
     return res
 
 

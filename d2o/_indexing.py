@@ -175,11 +175,13 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
         res = obj.data[key]
         if not isinstance(res, np.ndarray):
             return res
-        if copy and np.may_share_memory(res, obj.data):
-            res = res.copy()
-        if d.replicated or not res.ndim:
-            return _from_local(res, get_distributor("not", res.shape, d.comm))
-        return _from_local(res, get_distributor("equal", res.shape, d.comm))
+        data = obj.data
+        view = res.base is not None and (res.base is data or res.base is data.base)
+        view = view or np.may_share_memory(res, data)
+        if copy and view:
+            res, view = res.copy(), False
+        lay = get_distributor("not" if d.replicated or not res.ndim else "equal", res.shape, d.comm)
+        return obj._view(res, lay) if view else _from_local(res, lay)
     kind = _key_class(key, d)
     if kind == "local":  # no communication: numpy's errors where they arise
         k = _canonical(obj, key)
@@ -205,14 +207,15 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
         res = obj.data[emit(k)]
         if k.scalar:
             return res
-        if copy and not k.advanced:
-            res = res.copy()
-        return _from_local(res, get_distributor("not", res.shape, d.comm))
+        lay = get_distributor("not", res.shape, d.comm)
+        if k.advanced:
+            return _from_local(res, lay)
+        return _from_local(res.copy(), lay) if copy else obj._view(res, lay)
     e = k.src[d.axis]
     if e[0] == "s":
         return _get_slice_axis(obj, k, e, copy)
     if e[0] == "i":
-        return _get_int_axis(obj, k, e)
+        return _get_int_axis(obj, k, e, copy)
     return _get_adv_axis(obj, k)
 
 
@@ -325,18 +328,20 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
     ranges = [jrange(start, step, n, offs[r], offs[r + 1]) for r in range(P)]
     j0, j1 = ranges[comm.rank]
     piece = obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})]
+    view = not (copy or k.advanced)
     if copy and not k.advanced:
         piece = piece.copy()
     lengths = [b - a for a, b in ranges]
     if step > 0 or P == 1:
         whole = start == 0 and step == 1 and n == d.global_shape[ax]
-        return _from_local(piece, _slab(R, comm, o, lengths, d.strategy if whole else "freeform"))
+        lay = _slab(R, comm, o, lengths, d.strategy if whole else "freeform")
+        return obj._view(piece, lay) if view else _from_local(piece, lay)
     dst = _slab(R, comm, o, lengths[::-1])
     out = exchange(comm, piece, lambda r: _box_along(R, o, *ranges[r]), dst.region)
     return _from_local(out, dst)
 
 
-def _get_int_axis(obj: D2O, k: Key, e: tuple) -> Any:
+def _get_int_axis(obj: D2O, k: Key, e: tuple, copy: bool = True) -> Any:
     d = obj.distributor
     comm = d.comm
     ax, idx = e[1], e[2]
@@ -344,6 +349,12 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple) -> Any:
     R = k.out_shape
     mine = comm.rank == owner
     piece = obj.data[emit(k, {ax: idx - d.span()[0]})] if mine else None
+    if R and not copy and not k.advanced:
+        # a view: the owner holds all of it (a slab along the result's axis 0), nothing moves
+        if not mine:
+            piece = np.empty((0,) + R[1:], dtype=obj.dtype)
+        lengths = [R[0] if r == owner else 0 for r in range(comm.size)]
+        return obj._view(piece, _slab(R, comm, 0, lengths))
     if not R:
         buf = np.empty(1, dtype=obj.dtype)
         if mine:
@@ -896,7 +907,7 @@ def getitem(self: D2O, key: Any) -> Any:
             if _packable(self.data.dtype):  # the value rides on the error agreement
                 owner = d.owner(key)
                 return _from_owner(self, owner, key - d.span()[0], None)
-    return _get(self, key)
+    return _get(self, key, copy=False)  # numpy: basic keys give views
 
 
 def setitem(self: D2O, key: Any, value: Any) -> None:

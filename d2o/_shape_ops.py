@@ -74,7 +74,7 @@ def transpose(obj: D2O, *axes: Any) -> D2O:
     """
     d = obj.distributor
     axes = _parse_axes(axes, d.ndim)
-    return _from_local(obj.data.transpose(axes), _permuted(d, axes))
+    return obj._view(obj.data.transpose(axes), _permuted(d, axes))
 
 
 def swapaxes(obj: D2O, axis1: int, axis2: int) -> D2O:
@@ -146,6 +146,13 @@ def _local_reshape_layout(d: Distributor, new: tuple, fixed: int | None) -> Dist
     return None
 
 
+def _view_or_copy(obj: D2O, data: np.ndarray, lay: Distributor) -> D2O:
+    """numpy's reshape rule: a view where the piece's memory is reused, else a copy."""
+    if np.may_share_memory(data, obj.data):
+        return obj._view(data, lay)
+    return _from_local(data, lay)
+
+
 def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
     """The array with a new shape, as numpy's ``reshape`` (``order`` 'C', 'F' or 'A').
 
@@ -176,10 +183,10 @@ def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
     if fortran:
         return transpose(reshape(transpose(obj), *new[::-1]))
     if d.replicated:
-        return _from_local(obj.data.reshape(new), get_distributor(d.strategy, new, d.comm))
+        return _view_or_copy(obj, obj.data.reshape(new), get_distributor(d.strategy, new, d.comm))
     if lay is not None:
         local = list(lay.local_shape)
-        return _from_local(obj.data.reshape(local), lay)
+        return _view_or_copy(obj, obj.data.reshape(local), lay)
     if not new:  # a one-element distributed array to a 0-d (replicated) array
         full = exchange(d.comm, obj.data, d.region, lambda r: tuple((0, n) for n in d.global_shape))
         return _from_local(full.reshape(()), get_distributor("not", (), d.comm))

@@ -192,16 +192,27 @@ def test_results_are_distributed_not_gathered(comm):
         collective_assert(comm.size == 1 or biggest < n, f"key {key!r} replicated a result")
         assert_equal_to_numpy(res, a[key])
     b = np.arange(48).reshape(4, 12)
-    row = distributed_data_object(b)[1]  # the distributed axis is removed
+    x = distributed_data_object(b)
+    row = x.get_data(1)  # a copy (the paper's get_data): spread over the ranks
     collective_assert(comm.size == 1 or row.local_shape[0] < 12, "row not spread")
     assert_equal_to_numpy(row, b[1])
+    view = x[1]  # a view (numpy): the owner of row 1 holds it, nothing moves
+    held = comm.allgather(view.local_shape[0])
+    collective_assert(sorted(held) == [0] * (comm.size - 1) + [12], f"row view held as {held}")
+    assert_equal_to_numpy(view, b[1])
 
 
-def test_results_are_copies():
+def test_basic_keys_give_views_and_get_data_copies():
+    """obj[basic key] is a view, as in numpy; the paper's get_data returns a copy."""
     obj = distributed_data_object(np.arange(10))
     sub = obj[2:5]
     sub[0] = 100
-    assert_equal_to_numpy(obj, np.arange(10))
+    expected = np.arange(10)
+    expected[2] = 100
+    assert_equal_to_numpy(obj, expected)
+    cp = obj.get_data(slice(2, 5))
+    cp[0] = -1
+    assert_equal_to_numpy(obj, expected)
 
 
 SET_CASES = [
