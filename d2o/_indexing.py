@@ -67,6 +67,7 @@ from ._keys import (
     normalize_index_array,
     set_bshape,
 )
+from ._layout import explicit, layout
 from ._librarian import d2o_librarian
 from ._p2p import alltoallv, count_matrix, fetch, scatter
 from ._redistribution import describe, exchange, redistribute
@@ -182,7 +183,7 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
             res, view = res.copy(), False
         lay = get_distributor("not" if d.replicated or not res.ndim else "equal", res.shape, d.comm)
         return obj._view(res, lay) if view else _from_local(res, lay)
-    kind = _key_class(key, d)
+    kind = _key_class(key, d, copy)
     if kind == "local":  # no communication: numpy's errors where they arise
         k = _canonical(obj, key)
     else:  # validation errors are agreed before anything moves
@@ -219,7 +220,7 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
     return _get_adv_axis(obj, k)
 
 
-def _key_class(key: Any, d: Distributor) -> str:
+def _key_class(key: Any, d: Distributor, copy: bool = True) -> str:
     """How a key treats the split axis, from its structure alone (values may be wrong):
     'local' (nothing moves), 'scalar' (one element from its owner) or 'moves'.
 
@@ -263,7 +264,7 @@ def _key_class(key: Any, d: Distributor) -> str:
             step = 1 if at[1].step is None else operator.index(at[1].step)
         except TypeError:
             step = 1
-        return "moves" if step < 0 else "local"
+        return "moves" if step < 0 and copy else "local"  # a view of a reversal: no move
     return "moves"
 
 
@@ -336,6 +337,9 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
         whole = start == 0 and step == 1 and n == d.global_shape[ax]
         lay = _slab(R, comm, o, lengths, d.strategy if whole else "freeform")
         return obj._view(piece, lay) if view else _from_local(piece, lay)
+    if view:  # the ranks hold their ranges in descending order: a layout with given pieces
+        lay = explicit(layout(mesh=(P,), split=(o,), comm=comm), R, (o,), (tuple(ranges),))
+        return obj._view(piece, lay)
     dst = _slab(R, comm, o, lengths[::-1])
     out = exchange(comm, piece, lambda r: _box_along(R, o, *ranges[r]), dst.region)
     return _from_local(out, dst)

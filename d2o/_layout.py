@@ -210,9 +210,13 @@ class MeshDistributor(Distributor):
     compactly, in global order, in the local array (ScaLAPACK's local storage).
     """
 
-    __slots__ = ("layout", "split", "coords", "runs", "cyclic", "_regions", "_sources")
+    __slots__ = (
+        "layout", "split", "coords", "runs", "cyclic", "explicit", "_regions", "_sources",
+    )  # fmt: skip
 
-    def __init__(self, global_shape: tuple, comm: Comm, lay: Layout, split: tuple) -> None:
+    def __init__(
+        self, global_shape: tuple, comm: Comm, lay: Layout, split: tuple, runs: tuple = None
+    ) -> None:
         from . import _funnel
 
         _funnel.use_mesh()
@@ -225,6 +229,20 @@ class MeshDistributor(Distributor):
         self.replicated = False
         self.ndim = len(global_shape)
         self.size = int(np.prod(global_shape, dtype=np.int64))
+        self.explicit = runs is not None  # pieces given (a sliced layout), not by the rule
+        if runs is None:
+            runs = self._rule_runs(global_shape, lay, split)
+        self.runs = tuple(runs)  # per mesh axis, per coordinate: a pair, or a tuple of runs
+        self.cyclic = any(s is not None and lay.block[m] is not None for m, s in enumerate(split))
+        self._regions: list = [None] * comm.size
+        self._sources: list = [None] * comm.size
+        self.coords = self.coords_of(comm.rank)
+        box = self.region(comm.rank)
+        self.local_shape = tuple(run_length(e) for e in box)
+        self.local_slice = index_of(box)
+
+    @staticmethod
+    def _rule_runs(global_shape: tuple, lay: Layout, split: tuple) -> list:
         runs: list = []
         for m, s in enumerate(split):
             if s is None:
@@ -235,14 +253,7 @@ class MeshDistributor(Distributor):
             else:
                 n, p, b = global_shape[s], lay.mesh[m], lay.block[m]
                 runs.append(tuple(_cyclic_runs(n, p, b, c) for c in range(p)))
-        self.runs = tuple(runs)  # per mesh axis, per coordinate: a pair, or a tuple of runs
-        self.cyclic = any(s is not None and lay.block[m] is not None for m, s in enumerate(split))
-        self._regions: list = [None] * comm.size
-        self._sources: list = [None] * comm.size
-        self.coords = self.coords_of(comm.rank)
-        box = self.region(comm.rank)
-        self.local_shape = tuple(run_length(e) for e in box)
-        self.local_slice = index_of(box)
+        return runs
 
     def global_indices(self, axis: int) -> np.ndarray:
         """The global indices along ``axis`` of this rank's piece, in local order."""
@@ -282,20 +293,45 @@ class MeshDistributor(Distributor):
         )
 
 
+_EXPLICIT: dict = {}
+
+
+def explicit(lay: Layout, shape: tuple, split: tuple, runs: tuple) -> MeshDistributor:
+    """The (cached) mesh layout of ``shape`` whose pieces are given: ``runs`` per mesh
+    axis, per coordinate, the (start, stop) that coordinate holds of its split axis (any
+    order: slicing with a negative step gives descending ones).  Local."""
+    key = (lay, tuple(shape), tuple(split), tuple(runs))
+    d = _EXPLICIT.get(key)
+    if d is None:
+        if len(_EXPLICIT) > 1024:
+            _EXPLICIT.clear()
+        d = _EXPLICIT[key] = MeshDistributor(tuple(shape), lay.comm, lay, tuple(split), runs)
+    return d
+
+
+def _same_rule(d: MeshDistributor, shape: tuple, split: tuple) -> Distributor:
+    """``d``'s mesh and pieces on another shape whose split axes are ``split``."""
+    lay = d.layout
+    if d.explicit:
+        runs = tuple(None if s is None else r for s, r in zip(split, d.runs))
+        if all(s is None for s in split):
+            return get_distributor("not", shape, lay.comm)
+        return explicit(lay, shape, split, runs)
+    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+
+
 def moved(d: MeshDistributor, shape: tuple, shift: int) -> Distributor:
     """``d``'s layout for an array of ``shape`` whose axis ``a + shift`` is ``d``'s axis
     ``a`` (a broadcast result); local."""
-    lay = d.layout
     split = tuple(None if s is None else s + shift for s in d.split)  # blocks stay per mesh axis
-    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+    return _same_rule(d, shape, split)
 
 
 def permuted(d: MeshDistributor, axes: tuple) -> Distributor:
     """``d``'s layout after the array's axes are permuted by ``axes``; local."""
-    lay = d.layout
     split = tuple(None if s is None else axes.index(s) for s in d.split)
     shape = tuple(d.global_shape[a] for a in axes)
-    return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
+    return _same_rule(d, shape, split)
 
 
 def reduced_layout(d: MeshDistributor, axes: tuple, keepdims: bool, shape: tuple) -> Distributor:
@@ -306,6 +342,8 @@ def reduced_layout(d: MeshDistributor, axes: tuple, keepdims: bool, shape: tuple
         None if s is None or s in axes else s if keepdims else s - sum(a < s for a in axes)
         for s in d.split
     )
+    if d.explicit:
+        return _same_rule(d, shape, split)
     return layout(lay.mesh, split, lay.block, lay.comm).distributor(shape)
 
 
@@ -349,6 +387,8 @@ def one_mesh_axis(src: Distributor, dst: Distributor) -> int | None:
     if type(src) is not MeshDistributor or type(dst) is not MeshDistributor:
         return None
     if src.layout.mesh != dst.layout.mesh or src.comm is not dst.comm or src.cyclic or dst.cyclic:
+        return None
+    if src.explicit or dst.explicit:
         return None
     diff = [m for m, (a, b) in enumerate(zip(src.split, dst.split)) if a != b]
     return diff[0] if len(diff) == 1 and src.global_shape == dst.global_shape else None

@@ -62,9 +62,12 @@ def test_broadcasting_result_follows_the_added_axis():
 def test_reversal_mirrors_the_pieces():
     a = np.arange(4 * 3.0).reshape(4, 3)
     x = distributed_data_object(a, distribution_strategy="fftw")
-    r = x[::-1]
+    r = x.get_data(slice(None, None, -1))  # a copy: slabs in rank order
     assert_layout(r, axis=0, lengths=FFTW_4[P][::-1])
     assert_equal_to_numpy(r, a[::-1])
+    v = x[::-1]  # a view: every rank keeps its rows, now in descending rank order
+    collective_assert(v.local_shape == x.local_shape and v.base is x)
+    assert_equal_to_numpy(v, a[::-1])
 
 
 @pytest.mark.parametrize("left,right", [("int64", "float64"), ("float32", "complex128"),
