@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -351,8 +351,13 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         return self.data.copy() if copy else self.data
 
     def set_local_data(self, data: Any, copy: bool = False) -> None:
-        """Replace this rank's piece; it must broadcast to ``local_shape``. Local."""
+        """Replace this rank's piece; it must broadcast to ``local_shape``. Local.
+
+        On a view the values are written into the piece (so they reach the base)."""
         arr = np.asarray(data)
+        if self.base is not None:
+            self.data[...] = arr
+            return
         if arr.shape != self.data.shape:
             arr = np.broadcast_to(arr, self.data.shape)
             copy = True
@@ -497,6 +502,12 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         if data is self.data:
             return self
         return _from_local(data, self.distributor)
+
+    @property
+    def flags(self) -> Any:
+        """numpy-style flags of this array: ``owndata`` (False for a view) and
+        ``writeable`` (of this rank's piece); local."""
+        return _Flags(self.base is None, bool(self.data.flags.writeable))
 
     @property
     def real(self) -> distributed_data_object:
@@ -936,6 +947,13 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
 
 
 _from_local = distributed_data_object._from_local
+
+
+class _Flags(NamedTuple):
+    owndata: bool
+    writeable: bool
+
+
 d2o_librarian.cls = distributed_data_object
 
 

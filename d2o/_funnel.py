@@ -103,8 +103,8 @@ _MESH_NATIVE = {
     "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
-_DUNDERS_ON_SLABS = {"__getitem__", "__setitem__", "__iter__", "__bool__", "__matmul__",
-                     "__rmatmul__", "__array_function__", "__float__", "__int__", "__complex__"}  # fmt: skip
+_DUNDERS_ON_SLABS = {"__setitem__", "__iter__", "__bool__", "__matmul__",
+                     "__rmatmul__", "__float__", "__int__", "__complex__"}  # fmt: skip
 
 
 #: Operations that write into their first argument.

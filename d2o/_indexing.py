@@ -56,6 +56,7 @@ from ._errors import (
     new_record,
 )
 from ._fancy import get_rows, row_key, set_rows
+from ._funnel import _on_slabs
 from ._keys import (
     Key,
     broadcast_index_shapes,
@@ -67,7 +68,7 @@ from ._keys import (
     normalize_index_array,
     set_bshape,
 )
-from ._layout import explicit, layout
+from ._layout import explicit, is_mesh, layout
 from ._librarian import d2o_librarian
 from ._p2p import alltoallv, count_matrix, fetch, scatter
 from ._redistribution import describe, exchange, redistribute
@@ -896,7 +897,43 @@ def set_data(
     _set(self, to_key, data)
 
 
+def _mesh_view(obj: D2O, key: Any) -> Any:
+    """A basic key on a block mesh layout (or a reversed view): a view in the sliced
+    layout (every rank keeps its part of each slice; nothing moves), or None where the
+    result is not a view of the pieces (an integer on a split axis, block-cyclic axes,
+    advanced or distributed keys)."""
+    d = obj.distributor
+    if d.cyclic or not _plain(key):
+        return None
+    k = _canonical(obj, key)  # numpy's errors, the same on every rank (local)
+    if k.advanced or k.scalar:
+        return None
+    replace, split, runs = {}, [], []
+    for m, s in enumerate(d.split):
+        if s is None:
+            split.append(None)
+            runs.append(None)
+            continue
+        e = k.src[s]
+        if e[0] != "s":
+            return None
+        start, step, n = e[2], e[4], e[5]
+        ranges = tuple(jrange(start, step, n, lo, hi) for lo, hi in d.runs[m])
+        j0, j1 = ranges[d.coords[m]]
+        replace[s] = localize_slice(start, step, j0, j1, d.runs[m][d.coords[m]][0])
+        split.append(k.out_of[s])
+        runs.append(ranges)
+    piece = obj.data[emit(k, replace)]
+    return obj._view(piece, explicit(d.layout, k.out_shape, tuple(split), tuple(runs)))
+
+
 def getitem(self: D2O, key: Any) -> Any:
+    if is_mesh(self.distributor):
+        v = _mesh_view(self, key)
+        if v is not None:
+            return v
+        # no view algorithm for this key on this layout: a copy via the slab equivalent
+        return _on_slabs(_get, "__getitem__", (self, key), {})
     if type(key) is int:
         d = self.distributor
         if d.ndim == 1:

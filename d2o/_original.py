@@ -285,4 +285,5 @@ def flatten(self: D2O, inplace: bool = False) -> D2O:
         return self
     if np.may_share_memory(flat.data, self.data):  # a local decision: no new object
         flat.data = flat.data.copy()
+    flat.base = None
     return flat

@@ -668,16 +668,23 @@ def ravel(obj: D2O) -> D2O:
             if d.replicated
             else like(d, data.shape, axis=0)
         )
-        return _from_local(data, lay)
+        return _view_if_shared(obj, data, lay)
+    src = obj
     if d.axis != 0:
         obj = obj.copy(distribution_strategy="equal", axis=0)
         d = obj.distributor
     inner = int(np.prod(d.global_shape[1:], dtype=np.int64))
     offsets = [o * inner for o in d.bounds()]
     strategy = d.strategy if d.strategy in ("equal", "fftw") and inner == 1 else "freeform"
-    return _from_local(
-        obj.data.reshape(-1), slab_distributor((d.size,), d.comm, 0, offsets, strategy)
-    )
+    lay = slab_distributor((d.size,), d.comm, 0, offsets, strategy)
+    return _view_if_shared(src, obj.data.reshape(-1), lay)
+
+
+def _view_if_shared(src: D2O, data: np.ndarray, lay: Any) -> D2O:
+    """numpy's ravel/reshape rule: a view of ``src`` where its memory is reused."""
+    if np.may_share_memory(data, src.data):
+        return src._view(data, lay)
+    return _from_local(data, lay)
 
 
 def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype: Any) -> D2O:

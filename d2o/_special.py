@@ -14,9 +14,15 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import normalize_axis_tuple
+except ImportError:  # numpy < 2
+    from numpy.core.numeric import normalize_axis_tuple
+
 from ._d2o import distributed_data_object as D2O
 from ._distributors import get_distributor, slab_distributor
 from ._errors import agree_gather, agreed
+from ._funnel import _on_slabs, mesh_in_use
 from ._reductions import combine_partials, ravel
 from ._ufuncs import align, result_layout
 
@@ -162,6 +168,21 @@ def _sharing(test: Callable) -> Callable:
     return f
 
 
+def _moveaxis(a: D2O, source: Any, destination: Any) -> D2O:
+    """numpy's ``moveaxis``: a transpose (a view; local)."""
+    n = a.ndim
+    src = normalize_axis_tuple(source, n, "source")
+    dst = normalize_axis_tuple(destination, n, "destination")
+    if len(src) != len(dst):
+        raise ValueError(
+            "`source` and `destination` arguments must have the same number of elements"
+        )
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return a.transpose(tuple(order))
+
+
 # numpy function -> distributed implementation (first argument is the array)
 HANDLED: dict = {
     np.shares_memory: _sharing(np.shares_memory),
@@ -179,6 +200,9 @@ HANDLED: dict = {
     np.isrealobj: lambda x: x.dtype.kind != "c",
     np.iscomplexobj: lambda x: x.dtype.kind == "c",
     np.real: lambda v: v.real,
+    np.transpose: lambda a, axes=None: a.transpose(axes),
+    np.swapaxes: lambda a, axis1, axis2: a.swapaxes(axis1, axis2),
+    np.moveaxis: lambda a, source, destination: _moveaxis(a, source, destination),
     np.imag: lambda v: v.imag,
     np.copy: lambda a, *args, **kw: a.copy(),
     np.isreal: lambda x: x.isreal(),
@@ -232,4 +256,11 @@ def array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs:
             f"numpy.{func.__name__} is not implemented for distributed_data_object; "
             "use obj.get_full_data() to gather the array explicitly"
         )
-    return impl(*args, **kwargs)
+    if func in _VIEWS or not mesh_in_use[0]:
+        return impl(*args, **kwargs)
+    # no mesh algorithm: mesh operands run on their slab equivalents
+    return _on_slabs(impl, func.__name__, args, kwargs)
+
+
+#: numpy functions that are views (they handle every layout themselves)
+_VIEWS = {np.transpose, np.swapaxes, np.moveaxis, np.real, np.imag, np.shape, np.ndim, np.size}

@@ -2,14 +2,15 @@
 views whose pieces are numpy views of the base's pieces; writes go through both ways.
 
 numpy is the oracle: every test applies the same steps to a numpy array and compares.
-Slab and replicated layouts ('equal', 'fftw', 'freeform', 'not'); mesh layouts still
-give copies (see the README's view table).
+Slab and replicated layouts ('equal', 'fftw', 'freeform', 'not') and block mesh layouts
+(mesh01, mesh10, meshrep); block-cyclic layouts still give copies (see the README).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import make
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,11 +19,14 @@ from d2o import distributed_data_object
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
 STRATEGIES = ["equal", "fftw", "freeform", "not"]
+MESHES = ["mesh01", "mesh10", "meshrep"]
 AXES = [0, 1]
 
 
 def _pair(strategy: str, axis: int = 0, shape=(7, 5), dtype=np.float64):
     a = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    if strategy in MESHES:
+        return a, make(a.copy(), strategy)
     return a, distributed_data_object(a.copy(), distribution_strategy=strategy, axis=axis)
 
 
@@ -212,7 +216,7 @@ _steps = st.lists(
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
 )
-@given(steps=_steps, strategy=st.sampled_from(STRATEGIES))
+@given(steps=_steps, strategy=st.sampled_from(STRATEGIES + MESHES))
 def test_chains_of_views_write_through(steps, strategy):
     a, x = _pair(strategy, 0, shape=(7, 6))
     nv, v = a, x
@@ -228,25 +232,49 @@ def test_chains_of_views_write_through(steps, strategy):
     assert_equal_to_numpy(v, nv)
     if v.base is x:
         assert_equal_to_numpy(x, a)
-    else:  # a key on a reversed view (a mesh-like layout) made a copy (see README)
+    else:  # an integer on a mesh layout's split axis made a copy (see README)
         assert_equal_to_numpy(x, before)
 
 
-def test_mesh_layouts_give_copies_for_now():
-    """Mesh layouts have no view algorithm yet: keys run on the slab equivalent, so the
-    result is a copy (base None) and writing to it leaves the array alone."""
+def _has_int(key) -> bool:
+    return any(isinstance(it, int) for it in (key if isinstance(key, tuple) else (key,)))
+
+
+@pytest.mark.parametrize("name", MESHES)
+@pytest.mark.parametrize("key", [k for k in KEYS if not _has_int(k)], ids=repr)
+def test_block_mesh_layouts_give_views(name, key):
+    """Slices on a block mesh layout are views in the sliced layout (nothing moves)."""
+    a, x = _pair(name, 0, shape=(7, 6))
+    with d2o.options(check_args=False), d2o.trace() as t:
+        v = x[key]
+    nv = a[key]
+    collective_assert(t.calls == [] and v.base is x, f"mesh view: {t.calls}, base {v.base}")
+    vals = np.arange(nv.size, dtype=a.dtype).reshape(nv.shape) - 100
+    v[...] = vals
+    nv[...] = vals
+    assert_equal_to_numpy(x, a)
+    w, nw = v[::-1], nv[::-1]  # a view of a view
+    w += 1
+    nw += 1
+    assert_equal_to_numpy(x, a)
+    assert_equal_to_numpy(v * 2 + 1, nv * 2 + 1)
+    assert_equal_to_numpy(v.sum(axis=0), nv.sum(axis=0))
+
+
+def test_block_cyclic_and_integer_keys_on_meshes_give_copies():
+    """No view of the pieces exists there: a copy through the slab equivalent."""
     from d2o import default_comm
 
     comm = default_comm()
     a = np.arange(42.0).reshape(7, 6)
-    x = distributed_data_object(
-        a, distribution_strategy=d2o.layout(mesh=(1, comm.size), split=(0, 1))
-    )
-    v = x[1:3]
-    collective_assert(v.base is (x if comm.size == 1 else None))
-    v[...] = -1
-    if comm.size > 1:
-        assert_equal_to_numpy(x, a)
+    x = distributed_data_object(a, distribution_strategy=d2o.layout(split=(0, 1), block=2))
+    y = make(a, "mesh01")
+    for v in (x[1:3], y[2]):
+        collective_assert(v.base is None or comm.size == 1)
+        if comm.size > 1:
+            v[...] = -1
+    assert_equal_to_numpy(x, a)
+    assert_equal_to_numpy(y, a)
 
 
 @pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
@@ -273,3 +301,26 @@ def test_negative_step_on_the_split_axis_is_a_view(strategy):
     x[...] = 0
     a[...] = 0
     assert_equal_to_numpy(v, nv)
+
+
+@pytest.mark.parametrize("strategy", ["equal", "not", "mesh01"])
+def test_moveaxis_ravel_flags_and_set_local_data_on_views(strategy):
+    a, x = _pair(strategy, 0, shape=(4, 3, 2))
+    m, nm = np.moveaxis(x, 0, -1), np.moveaxis(a, 0, -1)
+    collective_assert(m.base is x and m.shape == nm.shape)
+    m[0] = -3
+    nm[0] = -3
+    assert_equal_to_numpy(x, a)
+    collective_assert(x.flags.owndata and not m.flags.owndata)
+    f = x.flatten()
+    collective_assert(f.base is None and f.flags.owndata)
+    v = x[1:3]
+    v.set_local_data(7.0)
+    a[1:3] = 7.0
+    assert_equal_to_numpy(x, a)
+    if strategy != "mesh01":  # ravel of a slab piece reuses its memory
+        r = x.ravel()
+        collective_assert(r.base is x)
+        r[...] = 0
+        a[...] = 0
+        assert_equal_to_numpy(x, a)
