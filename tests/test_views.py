@@ -190,6 +190,10 @@ def test_bad_writes_through_views_change_nothing():
 
     assert_raises_everywhere(ValueError, v.__setitem__, Ellipsis, np.ones((2, 5)))
     assert_raises_everywhere(IndexError, v.__getitem__, 3)
+    assert_raises_everywhere(IndexError, v.__getitem__, (0, 0, 0))
+    ro = x.imag  # of a real array: numpy's read-only zeros
+    assert_raises_everywhere(ValueError, ro.__setitem__, Ellipsis, 1.0)
+    assert_raises_everywhere(TypeError, setattr, x, "imag", 1.0)
     assert_equal_to_numpy(x, a)
 
 
