@@ -129,11 +129,37 @@ def use_mesh() -> None:
         activate()
 
 
-def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
-    from ._d2o import distributed_data_object as D2O
-    from ._layout import as_slab, is_mesh
-    from ._redistribution import redistribute
+_MESH_TOOLS: list = []  # (D2O, MeshDistributor, as_slab, redistribute), imported on first use
 
+
+def _mesh_tools() -> list:
+    if not _MESH_TOOLS:
+        from ._d2o import distributed_data_object
+        from ._layout import MeshDistributor, as_slab
+        from ._redistribution import redistribute
+
+        _MESH_TOOLS.extend((distributed_data_object, MeshDistributor, as_slab, redistribute))
+    return _MESH_TOOLS
+
+
+def _has_mesh(values: Any, D2O: type, Mesh: type) -> bool:
+    for v in values:
+        if isinstance(v, D2O):
+            if type(v.distributor) is Mesh:
+                return True
+        elif type(v) in (list, tuple) and _has_mesh(v, D2O, Mesh):
+            return True
+    return False
+
+
+def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
+    """Run ``fn`` with mesh operands replaced by their slab equivalents (one exchange
+    each); results written back for mutating operations.  Without mesh operands: ``fn``
+    itself, after one scan of the arguments."""
+    D2O, Mesh, as_slab, redistribute = _mesh_tools()
+    if not _has_mesh(args, D2O, Mesh) and not (kwargs and _has_mesh(kwargs.values(), D2O, Mesh)):
+        return fn(*args, **kwargs)
+    is_mesh = lambda d: type(d) is Mesh  # noqa: E731
     swapped: list = []
 
     def sub(v: Any) -> Any:

@@ -37,6 +37,7 @@ Results are new arrays (copies), never views.
 from __future__ import annotations
 
 import operator
+from itertools import accumulate
 from math import prod
 from typing import Any
 
@@ -83,7 +84,9 @@ _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 
 
 def _offsets(lengths) -> list[int]:
-    return np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).tolist()
+    if isinstance(lengths, np.ndarray):
+        lengths = lengths.tolist()
+    return [0, *accumulate(int(n) for n in lengths)]
 
 
 def _slab(shape: tuple, comm: Comm, axis: int, lengths, strategy: str = "freeform"):
