@@ -52,7 +52,7 @@ def main() -> None:
         ("10^5 random int indices of 2^22", lambda: a[idx], lambda: obj[idx], 20),
         ("bool mask (numpy) half of 2^22", lambda: a[mask], lambda: obj[mask], 5),
         ("bool mask (d2o) half of 2^22", lambda: a[mask], lambda: obj[dmask], 5),
-        ("obj[::-2] of 2^22 (numpy: copy)", lambda: a[::-2].copy(), lambda: obj[::-2], 10),
+        ("obj[::-2] of 2^22 (a view; numpy: copy)", lambda: a[::-2].copy(), lambda: obj[::-2], 10),
         ("obj[5] (1000 elements)", lambda: small[5], lambda: sobj[5], 20000),
         ("obj[5] = 1 (1000 elements)", setitem_np, setitem_d2o, 20000),
         ("3-element fancy index [5,700,3]", lambda: small[three], lambda: sobj[three], 5000),
