@@ -103,7 +103,7 @@ _MESH_NATIVE = {
     "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
-_DUNDERS_ON_SLABS = {"__setitem__", "__iter__", "__bool__", "__matmul__",
+_DUNDERS_ON_SLABS = { "__iter__", "__bool__", "__matmul__",
                      "__rmatmul__", "__float__", "__int__", "__complex__"}  # fmt: skip
 
 

@@ -954,7 +954,27 @@ def getitem(self: D2O, key: Any) -> Any:
     return _get(self, key, copy=False)  # numpy: basic keys give views
 
 
+def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
+    """``obj[key] = value`` on a mesh layout through the view `_mesh_view` (the value
+    aligned to the view's layout: cut locally, or one exchange for a distributed value);
+    False where the key gives no view."""
+    v = _mesh_view(obj, key)
+    if v is None:
+        return False
+    if not isinstance(value, D2O):
+        value = np.asarray(value)
+    s = _check_value(value.shape, v.shape)  # numpy's ValueError, the same on every rank
+    if s != value.shape:
+        value = value.reshape(s)
+    v.data[...] = align(value, v.distributor)
+    return True
+
+
 def setitem(self: D2O, key: Any, value: Any) -> None:
+    if is_mesh(self.distributor):
+        if not _mesh_set(self, key, value):  # no view for this key: via the slab equivalent
+            _on_slabs(_set, "__setitem__", (self, key, value), {})
+        return
     if type(key) is int and isinstance(value, _NUMERIC):
         d = self.distributor
         dt = self.data.dtype

@@ -323,7 +323,7 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     with d2o.options(check_args=False):
         assert not hasattr(D.__dict__["copy"], "__d2o_original__")
         assert not hasattr(D.__dict__["__add__"], "__d2o_original__")
-        assert hasattr(D.__dict__["__setitem__"], "__d2o_original__")
+        assert hasattr(D.__dict__["__iter__"], "__d2o_original__")
         assert not hasattr(D.__dict__["_target"], "__d2o_original__")  # private: never wrapped
         with d2o.trace() as t:  # a trace wraps everything while it lasts
             assert hasattr(D.__dict__["copy"], "__d2o_original__")

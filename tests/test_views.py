@@ -328,3 +328,22 @@ def test_moveaxis_ravel_flags_and_set_local_data_on_views(strategy):
         r[...] = 0
         a[...] = 0
         assert_equal_to_numpy(x, a)
+
+
+@pytest.mark.parametrize("name", MESHES)
+def test_slice_assignment_on_a_mesh_is_local(name):
+    """obj[slices] = numpy value on a block mesh layout: every rank writes its part of the
+    selection, nothing moves; a distributed value of another layout moves once."""
+    a, x = _pair(name, 0, shape=(7, 6))
+    vals = -np.arange(12.0).reshape(3, 4)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        x[1:7:2, ::-1][:, 1:5] = vals
+    a[1:7:2, ::-1][:, 1:5] = vals
+    collective_assert(t.calls == [], f"moved: {t.calls}")
+    assert_equal_to_numpy(x, a)
+    x[2:5] = distributed_data_object(np.ones((3, 6)))
+    a[2:5] = 1
+    assert_equal_to_numpy(x, a)
+    x[1:] = x[:-1]
+    a[1:] = a[:-1]
+    assert_equal_to_numpy(x, a)
