@@ -903,31 +903,50 @@ def set_data(
 def _mesh_view(obj: D2O, key: Any) -> Any:
     """A basic key on a block mesh layout (or a reversed view): a view in the sliced
     layout (every rank keeps its part of each slice; nothing moves), or None where the
-    result is not a view of the pieces (an integer on a split axis, block-cyclic axes,
-    advanced or distributed keys)."""
+    result is not a view of the pieces (block-cyclic axes, advanced or distributed keys,
+    a scalar result, an integer on a split axis with no unsplit result axis left).
+
+    An integer on a split axis removes that axis: its mesh axis then splits a free axis
+    of the result, all of it on the coordinate that holds the index, none elsewhere."""
     d = obj.distributor
     if d.cyclic or not _plain(key):
         return None
     k = _canonical(obj, key)  # numpy's errors, the same on every rank (local)
     if k.advanced or k.scalar:
         return None
-    replace, split, runs = {}, [], []
+    R = k.out_shape
+    replace, split, runs, owners = {}, [], [], {}
     for m, s in enumerate(d.split):
         if s is None:
             split.append(None)
             runs.append(None)
             continue
         e = k.src[s]
-        if e[0] != "s":
-            return None
+        mine = d.runs[m][d.coords[m]]
+        if e[0] == "i":  # placed below, once every sliced axis has its result axis
+            owners[m] = next(c for c, (lo, hi) in enumerate(d.runs[m]) if lo <= e[2] < hi)
+            replace[s] = e[2] - mine[0] if owners[m] == d.coords[m] else 0
+            split.append(None)
+            runs.append(None)
+            continue
         start, step, n = e[2], e[4], e[5]
         ranges = tuple(jrange(start, step, n, lo, hi) for lo, hi in d.runs[m])
         j0, j1 = ranges[d.coords[m]]
-        replace[s] = localize_slice(start, step, j0, j1, d.runs[m][d.coords[m]][0])
+        replace[s] = localize_slice(start, step, j0, j1, mine[0])
         split.append(k.out_of[s])
         runs.append(ranges)
-    piece = obj.data[emit(k, replace)]
-    return obj._view(piece, explicit(d.layout, k.out_shape, tuple(split), tuple(runs)))
+    if owners and not R:
+        return None
+    # a free result axis if there is one, else one that another mesh axis splits too
+    # (the pieces are then the intersections)
+    free = [t for t in range(len(R)) if t not in split] + list(range(len(R)))
+    for (m, c), t in zip(owners.items(), free):
+        split[m] = t
+        runs[m] = tuple((0, R[t]) if j == c else (0, 0) for j in range(d.layout.mesh[m]))
+    lay = explicit(d.layout, R, tuple(split), tuple(runs))
+    if any(d.coords[m] != c for m, c in owners.items()):
+        return obj._view(np.empty(lay.local_shape, dtype=obj.dtype), lay)  # holds nothing
+    return obj._view(obj.data[emit(k, replace)], lay)
 
 
 def getitem(self: D2O, key: Any) -> Any:

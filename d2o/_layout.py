@@ -270,7 +270,12 @@ class MeshDistributor(Distributor):
             b = [(0, n) for n in self.global_shape]
             for m, s in enumerate(self.split):
                 if s is not None:
-                    b[s] = self.runs[m][c[m]]
+                    r = self.runs[m][c[m]]
+                    if self.explicit and b[s] != (0, self.global_shape[s]):
+                        # given pieces may cut one axis by two mesh axes: the intersection
+                        lo, hi = max(b[s][0], r[0]), min(b[s][1], r[1])
+                        r = (lo, max(lo, hi))
+                    b[s] = r
             box = self._regions[rank] = tuple(b)
         return box
 
