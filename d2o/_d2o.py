@@ -757,47 +757,47 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``sum`` over the global array."""
-        return _reductions.method(self, "sum", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "sum", axis, dtype, out, keepdims, **kwargs)
 
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``prod`` over the global array."""
-        return _reductions.method(self, "prod", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "prod", axis, dtype, out, keepdims, **kwargs)
 
     def nansum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nansum`` over the global array."""
-        return _reductions.method(self, "nansum", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "nansum", axis, dtype, out, keepdims, **kwargs)
 
     def max(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``max`` over the global array."""
-        return _reductions.method(self, "max", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "max", axis, dtype, out, keepdims, **kwargs)
 
     def min(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``min`` over the global array."""
-        return _reductions.method(self, "min", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "min", axis, dtype, out, keepdims, **kwargs)
 
     def nanmax(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmax`` over the global array."""
-        return _reductions.method(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
 
     def nanmin(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmin`` over the global array."""
-        return _reductions.method(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
 
     def any(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``any`` over the global array."""
-        return _reductions.method(self, "any", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "any", axis, dtype, out, keepdims, **kwargs)
 
     def all(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``all`` over the global array."""
-        return _reductions.method(self, "all", axis, dtype, out, keepdims, **kwargs)
+        return _reductions.reduce(self, "all", axis, dtype, out, keepdims, **kwargs)
 
     amax = max
     amin = min

@@ -900,20 +900,38 @@ def set_data(
     _set(self, to_key, data)
 
 
+def _basic_structure(key: Any, ndim: int) -> bool:
+    """True when a key's structure alone (not its values) makes it basic with a result
+    of at least one axis: only slices, integers, None and Ellipsis, fewer integers than
+    axes or a None among them."""
+    items = key if type(key) is tuple else (key,)
+    ints, new = 0, False
+    for it in items:
+        if isinstance(it, (bool, np.bool_)):
+            return False
+        if isinstance(it, (int, np.integer)):
+            ints += 1
+        elif it is None:
+            new = True
+        elif not (it is Ellipsis or isinstance(it, slice)):
+            return False
+    return new or ints < ndim
+
+
 def _mesh_view(obj: D2O, key: Any) -> Any:
     """A basic key on a block mesh layout (or a reversed view): a view in the sliced
     layout (every rank keeps its part of each slice; nothing moves), or None where the
     result is not a view of the pieces (block-cyclic axes, advanced or distributed keys,
-    a scalar result, an integer on a split axis with no unsplit result axis left).
+    a 0-d result): decided from the key's structure, the same on every rank.
 
     An integer on a split axis removes that axis: its mesh axis then splits a free axis
     of the result, all of it on the coordinate that holds the index, none elsewhere."""
     d = obj.distributor
-    if d.cyclic or not _plain(key):
+    if d.cyclic or not _basic_structure(key, d.ndim):
         return None
-    k = _canonical(obj, key)  # numpy's errors, the same on every rank (local)
-    if k.advanced or k.scalar:
-        return None
+    # From here the key's structure makes it a view on every rank, so a value that is
+    # wrong on one rank only raises there, without a collective (as a slab's local keys).
+    k = _canonical(obj, key)
     R = k.out_shape
     replace, split, runs, owners = {}, [], [], {}
     for m, s in enumerate(d.split):
@@ -935,8 +953,6 @@ def _mesh_view(obj: D2O, key: Any) -> Any:
         replace[s] = localize_slice(start, step, j0, j1, mine[0])
         split.append(k.out_of[s])
         runs.append(ranges)
-    if owners and not R:
-        return None
     # a free result axis if there is one, else one that another mesh axis splits too
     # (the pieces are then the intersections)
     free = [t for t in range(len(R)) if t not in split] + list(range(len(R)))
@@ -977,12 +993,16 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
     """``obj[key] = value`` on a mesh layout through the view `_mesh_view` (the value
     aligned to the view's layout: cut locally, or one exchange for a distributed value);
     False where the key gives no view."""
-    v = _mesh_view(obj, key)
-    if v is None:
+    if not _basic_structure(key, obj.ndim) or obj.distributor.cyclic:
         return False
-    if not isinstance(value, D2O):
+    if isinstance(value, D2O):  # the value moves: key and shape errors agreed first
+        with agreed(obj.distributor.comm):
+            v = _mesh_view(obj, key)
+            s = _check_value(value.shape, v.shape)
+    else:
+        v = _mesh_view(obj, key)
         value = np.asarray(value)
-    s = _check_value(value.shape, v.shape)  # numpy's ValueError, the same on every rank
+        s = _check_value(value.shape, v.shape)
     if s != value.shape:
         value = value.reshape(s)
     v.data[...] = align(value, v.distributor)

@@ -755,32 +755,6 @@ def ufunc_accumulate(
     return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
 
 
-def method(
-    self: D2O,
-    name: str,
-    axis: Any = None,
-    dtype: Any = None,
-    out: Any = None,
-    keepdims: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """The reduction methods (``obj.sum()``, ...): `reduce`, with its fast path inlined
-    (a replicated or one-process ``obj.sum()`` costs one C reduce)."""
-    if axis is None and dtype is None and out is None:
-        uf = _SIMPLE.get(name)
-        d = self.distributor
-        if (
-            uf is not None
-            and (d.replicated or d.comm.size == 1)
-            and not keepdims
-            and not kwargs
-            and type(self.data) is np.ndarray
-        ):
-            res = uf.reduce(self.data, axis=None)
-            return res if isinstance(res, np.generic) else np.asarray(res)[()]
-    return reduce(self, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
-
-
 def arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """``argmax``/``argmin`` (``name``) of the global array; collective."""
     return _arg(obj, name, axis, out, keepdims)

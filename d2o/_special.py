@@ -155,15 +155,16 @@ def _reduction(name: str) -> Callable:
 
 def _sharing(test: Callable) -> Callable:
     """``np.shares_memory``/``np.may_share_memory`` of d2o arrays (and numpy arrays):
-    each rank tests its pieces, then one 1-byte allreduce (no array data moves)."""
+    each rank tests its pieces (errors agreed: one 1-byte allreduce), then one 1-byte
+    allreduce of the answers; no array data moves."""
 
     def f(a: Any, b: Any, max_work: Any = None) -> bool:
-        lead = a if isinstance(a, D2O) else b
-        local = [x.data if isinstance(x, D2O) else np.asarray(x) for x in (a, b)]
-        kw = {} if max_work is None else {"max_work": max_work}
-        mine = bool(test(local[0], local[1], **kw))
-        comm = lead.distributor.comm
-        return mine if comm.size == 1 else bool(comm.any_flag(mine))
+        comm = (a if isinstance(a, D2O) else b).distributor.comm
+        with agreed(comm):
+            local = [x.data if isinstance(x, D2O) else np.asarray(x) for x in (a, b)]
+            kw = {} if max_work is None else {"max_work": max_work}
+            mine = bool(test(local[0], local[1], **kw))
+        return comm.any_flag(mine)
 
     return f
 

@@ -347,3 +347,44 @@ def test_slice_assignment_on_a_mesh_is_local(name):
     x[1:] = x[:-1]
     a[1:] = a[:-1]
     assert_equal_to_numpy(x, a)
+
+
+def test_shares_memory_bad_on_one_rank_and_what_it_moves():
+    """Errors of the local test are agreed (no rank waits); two 1-byte allreduces."""
+    from d2o import default_comm
+    from d2o.testing import assert_raises_everywhere
+
+    comm = default_comm()
+    a, x = _pair("equal", 0)
+    bad = "x" if comm.rank == 0 else None
+    with d2o.options(check_args=False):
+        assert_raises_everywhere(ValueError, np.shares_memory, x, x[1:], max_work=bad)
+        with d2o.trace() as t:
+            same = np.shares_memory(x, x[1:])
+    collective_assert(same)
+    moved = [(c[1], c[2], c[3]) for c in t.calls]
+    expected = [] if comm.size == 1 else [("Allreduce", 1, 1)] * 2
+    collective_assert(moved == expected, f"shares_memory moved {moved}")
+
+
+@pytest.mark.parametrize("name", MESHES)
+def test_mesh_keys_bad_on_one_rank_raise_everywhere(name):
+    """A mesh key whose value is wrong on one rank: with a distributed value (data moves)
+    or a 0-d result (the slab path) every rank raises and nothing is written."""
+    from d2o import default_comm
+    from d2o.testing import assert_raises_everywhere
+
+    comm = default_comm()
+    a, x = _pair(name, 0, shape=(7, 6))
+    row = 100 if comm.rank == comm.size - 1 else 2
+    value = distributed_data_object(np.ones(6))
+    with d2o.options(check_args=False):
+        assert_raises_everywhere(IndexError, x.__setitem__, row, value)
+        assert_raises_everywhere(IndexError, x.__getitem__, (row, 1))
+        with d2o.trace() as t:
+            x[2] = value
+    a[2] = 1
+    assert_equal_to_numpy(x, a)
+    ops = [c[1] for c in t.calls]
+    collective_assert(comm.size == 1 or ops[0] == "Allreduce", f"no agreement first: {ops}")
+    collective_assert(comm.size == 1 or set(ops[1:]) <= {"Alltoallw"}, f"moved {ops}")
