@@ -65,6 +65,8 @@ def align(x: Any, target: Distributor) -> Any:
         d = x.distributor
         if d is target:
             return x.data
+        if not target.ndim:  # a 0-d result (a 0-d view's holders): one broadcast
+            return redistribute(x.data, d, target)
         if target.replicated:
             return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
         if is_mesh(target):
@@ -76,7 +78,7 @@ def align(x: Any, target: Distributor) -> Any:
             want = target.slabs_like(x.shape, k)
             return redistribute(x.data, d, want)
         return redistribute(x.data, d, get_distributor("not", x.shape, d.comm))
-    if target.replicated or isinstance(x, SCALARS) or x is None:
+    if target.replicated or not target.ndim or isinstance(x, SCALARS) or x is None:
         return x
     x = np.asarray(x)
     if is_mesh(target):

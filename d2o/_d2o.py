@@ -336,6 +336,26 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             )
         return bool(self.get_full_data().reshape(()))
 
+    def __float__(self) -> float:
+        return float(self._element("float"))
+
+    def __int__(self) -> int:
+        return int(self._element("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._element("complex"))
+
+    def __index__(self) -> int:
+        if self.ndim or self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._element("int"))
+
+    def _element(self, what: str) -> Any:
+        """The one element of a size-1 array (collective: a broadcast of one element)."""
+        if self.size != 1:
+            raise TypeError(f"only length-1 arrays can be converted to Python scalars ({what})")
+        return self.get_full_data().reshape(())[()]
+
     def __copy__(self) -> distributed_data_object:
         return self.copy()
 

@@ -213,6 +213,37 @@ class ReplicatedDistributor(Distributor):
         return [self.size] * self.comm.size
 
 
+class HeldScalar(Distributor):
+    """A 0-d view of one element of a distributed array: the ranks in ``holders`` hold it
+    (their piece is a numpy view of the base's element), ``sender`` sends it; the other
+    ranks hold nothing (their 0-d piece is scratch).  Every operation but the local ones
+    runs on a replicated copy (one broadcast), writes going back to the holders."""
+
+    __slots__ = ("holders", "sender")
+
+    def __init__(self, comm: Comm, holders: frozenset, sender: int) -> None:
+        from . import _funnel
+
+        _funnel.use_held()
+        self.global_shape = ()
+        self.comm = comm
+        self.strategy = "not"
+        self.axis = None
+        self.replicated = False
+        self.local_shape = ()
+        self.ndim = 0
+        self.size = 1
+        self.local_slice = ()
+        self.holders = holders
+        self.sender = sender
+
+    def region(self, rank: int) -> Box | None:
+        return () if rank in self.holders else None
+
+    def source(self, rank: int) -> Box | None:
+        return () if rank == self.sender else None
+
+
 class SlabDistributor(Distributor):
     """Slabs along one axis: rank ``r`` holds ``offsets[r]:offsets[r+1]`` of ``axis``."""
 

@@ -78,8 +78,11 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
                 for t in _trace.active:
                     t.records.append(rec)
                 current[0] = rec
-            if mesh_in_use[0] and not native:
-                return _on_slabs(fn, name, args, kwargs)
+            if mesh_in_use[0]:
+                if not native:
+                    return _on_slabs(fn, name, args, kwargs)
+                if held_in_use[0] and name not in _HELD_LOCAL:
+                    return _on_slabs(fn, name, args, kwargs, held_only=True)
             return fn(*args, **kwargs)
         finally:
             _depth[0] = 0
@@ -108,7 +111,18 @@ _DUNDERS_ON_SLABS = { "__iter__", "__bool__", "__matmul__",
 
 
 #: Operations that write into their first argument.
-_MUTATING = {"__setitem__", "set_data", "set_full_data", "flatten"}
+_MUTATING = {
+    "__setitem__", "set_data", "set_full_data", "flatten", "__iadd__", "__isub__", "__imul__",
+    "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
+    "__ilshift__", "__irshift__", "__imatmul__",
+}  # fmt: skip
+#: True once a 0-d view (`HeldScalar`) was made: every operation is then wrapped, and
+#: those with a 0-d view operand run on its replicated copy.
+held_in_use = [False]
+_HELD_LOCAL = {
+    "get_local_data", "set_local_data", "distributed_data_object", "__array_function__",
+    "__del__",
+}  # fmt: skip
 
 
 def _is_native(name: str) -> bool:
@@ -129,41 +143,52 @@ def use_mesh() -> None:
         activate()
 
 
-_MESH_TOOLS: list = []  # (D2O, MeshDistributor, as_slab, redistribute), imported on first use
+def use_held() -> None:
+    """Called when the first 0-d view is made: wrap every operation (see held_in_use)."""
+    if not held_in_use[0]:
+        use_mesh()
+        held_in_use[0] = True
+        activate()
+
+
+_MESH_TOOLS: list = []  # (D2O, MeshDistributor, HeldScalar, as_slab, redistribute)
 
 
 def _mesh_tools() -> list:
     if not _MESH_TOOLS:
         from ._d2o import distributed_data_object
+        from ._distributors import HeldScalar
         from ._layout import MeshDistributor, as_slab
         from ._redistribution import redistribute
 
-        _MESH_TOOLS.extend((distributed_data_object, MeshDistributor, as_slab, redistribute))
+        _MESH_TOOLS.extend(
+            (distributed_data_object, MeshDistributor, HeldScalar, as_slab, redistribute)
+        )
     return _MESH_TOOLS
 
 
-def _has_mesh(values: Any, D2O: type, Mesh: type) -> bool:
+def _has_mesh(values: Any, D2O: type, kinds: tuple) -> bool:
     for v in values:
         if isinstance(v, D2O):
-            if type(v.distributor) is Mesh:
+            if type(v.distributor) in kinds:
                 return True
-        elif type(v) in (list, tuple) and _has_mesh(v, D2O, Mesh):
+        elif type(v) in (list, tuple) and _has_mesh(v, D2O, kinds):
             return True
     return False
 
 
-def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
-    """Run ``fn`` with mesh operands replaced by their slab equivalents (one exchange
-    each); results written back for mutating operations.  Without mesh operands: ``fn``
-    itself, after one scan of the arguments."""
-    D2O, Mesh, as_slab, redistribute = _mesh_tools()
-    if not _has_mesh(args, D2O, Mesh) and not (kwargs and _has_mesh(kwargs.values(), D2O, Mesh)):
+def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: bool = False) -> Any:
+    """Run ``fn`` with mesh operands (only 0-d views with ``held_only``) replaced by their
+    slab equivalents (one exchange each); results written back for mutating operations.
+    Without such operands: ``fn`` itself, after one scan of the arguments."""
+    D2O, Mesh, Held, as_slab, redistribute = _mesh_tools()
+    kinds = (Held,) if held_only else (Mesh, Held)
+    if not _has_mesh(args, D2O, kinds) and not (kwargs and _has_mesh(kwargs.values(), D2O, kinds)):
         return fn(*args, **kwargs)
-    is_mesh = lambda d: type(d) is Mesh  # noqa: E731
     swapped: list = []
 
     def sub(v: Any) -> Any:
-        if isinstance(v, D2O) and is_mesh(v.distributor):
+        if isinstance(v, D2O) and type(v.distributor) in kinds:
             s = as_slab(v)
             swapped.append((v, s))
             return s
@@ -333,7 +358,7 @@ _full = [False]
 
 
 def _wanted_full() -> bool:
-    return bool(_trace.active) or bool(_config._OPTIONS["check_args"])
+    return bool(_trace.active) or bool(_config._OPTIONS["check_args"]) or held_in_use[0]
 
 
 def activate() -> None:

@@ -46,7 +46,7 @@ import numpy as np
 from ._align import align, result_layout
 from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
-from ._distributors import Distributor, get_distributor, slab_distributor
+from ._distributors import Distributor, HeldScalar, get_distributor, slab_distributor
 from ._errors import (
     RECORD_BYTES,
     RECORD_HEADER,
@@ -69,7 +69,7 @@ from ._keys import (
     normalize_index_array,
     set_bshape,
 )
-from ._layout import explicit, is_mesh, layout
+from ._layout import explicit, is_mesh, layout, locate, slice_runs
 from ._librarian import d2o_librarian
 from ._p2p import alltoallv, count_matrix, fetch, scatter
 from ._redistribution import describe, exchange, redistribute
@@ -262,7 +262,10 @@ def _key_class(key: Any, d: Distributor, copy: bool = True) -> str:
         return "local"
     if at[0] == "i":
         plain = all(k in ("i",) for k, _, _ in kinds) and total == d.ndim
-        return "scalar" if plain else "moves"
+        if plain:
+            return "scalar"
+        basic = all(k in "isne" for k, _, _ in kinds)
+        return "local" if basic and not copy else "moves"  # a view held by the owner
     if at[0] == "s":
         try:
             step = 1 if at[1].step is None else operator.index(at[1].step)
@@ -356,6 +359,8 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple, copy: bool = True) -> Any:
     owner = d.owner(idx)
     R = k.out_shape
     mine = comm.rank == owner
+    if not R and not copy and not k.advanced and not k.scalar:
+        return _held_view(obj, k)  # numpy: a 0-d view (a[3, 4, ...])
     piece = obj.data[emit(k, {ax: idx - d.span()[0]})] if mine else None
     if R and not copy and not k.advanced:
         # a view: the owner holds all of it (a slab along the result's axis 0), nothing moves
@@ -377,6 +382,26 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple, copy: bool = True) -> Any:
     full = _full_box(R)
     out = exchange(comm, piece, lambda r: full if r == owner else None, dst.region)
     return _from_local(out, dst)
+
+
+def _held_view(obj: D2O, k: Key) -> D2O:
+    """The 0-d view of one element (``a[3, 4, ...]``): held by the ranks whose piece has
+    it, sent by one of them (`HeldScalar`); local."""
+    d = obj.distributor
+    point = [e[2] for e in k.src]
+
+    def has(box: tuple | None) -> bool:
+        return box is not None and all(locate(e, i) is not None for e, i in zip(box, point))
+
+    P = d.comm.size
+    holders = frozenset(r for r in range(P) if has(d.region(r)))
+    sender = next(r for r in range(P) if r in holders and has(d.source(r)))
+    if d.comm.rank in holders:
+        box = d.region(d.comm.rank)
+        piece = obj.data[tuple(locate(e, i) for e, i in zip(box, point)) + (Ellipsis,)]
+    else:
+        piece = np.empty((), dtype=obj.dtype)  # scratch: this rank holds nothing
+    return obj._view(piece, HeldScalar(d.comm, holders, sender))
 
 
 def _monotonic(owners: np.ndarray) -> bool:
@@ -901,21 +926,21 @@ def set_data(
 
 
 def _basic_structure(key: Any, ndim: int) -> bool:
-    """True when a key's structure alone (not its values) makes it basic with a result
-    of at least one axis: only slices, integers, None and Ellipsis, fewer integers than
-    axes or a None among them."""
+    """True when a key's structure alone (not its values) makes it basic with an array
+    result: only slices, integers, None and Ellipsis, and fewer integers than axes, a
+    None or an Ellipsis among them (``a[3, 4, ...]`` is a 0-d view)."""
     items = key if type(key) is tuple else (key,)
-    ints, new = 0, False
+    ints, more = 0, False
     for it in items:
         if isinstance(it, (bool, np.bool_)):
             return False
         if isinstance(it, (int, np.integer)):
             ints += 1
-        elif it is None:
-            new = True
-        elif not (it is Ellipsis or isinstance(it, slice)):
+        elif it is None or it is Ellipsis:
+            more = True
+        elif not isinstance(it, slice):
             return False
-    return new or ints < ndim
+    return more or ints < ndim
 
 
 def _mesh_view(obj: D2O, key: Any) -> Any:
@@ -927,12 +952,14 @@ def _mesh_view(obj: D2O, key: Any) -> Any:
     An integer on a split axis removes that axis: its mesh axis then splits a free axis
     of the result, all of it on the coordinate that holds the index, none elsewhere."""
     d = obj.distributor
-    if d.cyclic or not _basic_structure(key, d.ndim):
+    if not _basic_structure(key, d.ndim):
         return None
     # From here the key's structure makes it a view on every rank, so a value that is
     # wrong on one rank only raises there, without a collective (as a slab's local keys).
     k = _canonical(obj, key)
     R = k.out_shape
+    if not R:
+        return _held_view(obj, k)
     replace, split, runs, owners = {}, [], [], {}
     for m, s in enumerate(d.split):
         if s is None:
@@ -942,17 +969,17 @@ def _mesh_view(obj: D2O, key: Any) -> Any:
         e = k.src[s]
         mine = d.runs[m][d.coords[m]]
         if e[0] == "i":  # placed below, once every sliced axis has its result axis
-            owners[m] = next(c for c, (lo, hi) in enumerate(d.runs[m]) if lo <= e[2] < hi)
-            replace[s] = e[2] - mine[0] if owners[m] == d.coords[m] else 0
+            owners[m] = next(c for c, r in enumerate(d.runs[m]) if locate(r, e[2]) is not None)
+            replace[s] = locate(mine, e[2]) if owners[m] == d.coords[m] else 0
             split.append(None)
             runs.append(None)
             continue
-        start, step, n = e[2], e[4], e[5]
-        ranges = tuple(jrange(start, step, n, lo, hi) for lo, hi in d.runs[m])
-        j0, j1 = ranges[d.coords[m]]
-        replace[s] = localize_slice(start, step, j0, j1, mine[0])
+        cut = [slice_runs(r, e[2], e[4], e[5]) for r in d.runs[m]]
+        if None in cut:  # a block-cyclic axis whose block the step does not divide
+            return None
+        replace[s] = cut[d.coords[m]][1]
         split.append(k.out_of[s])
-        runs.append(ranges)
+        runs.append(tuple(c[0] for c in cut))
     # a free result axis if there is one, else one that another mesh axis splits too
     # (the pieces are then the intersections)
     free = [t for t in range(len(R)) if t not in split] + list(range(len(R)))
@@ -993,14 +1020,18 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
     """``obj[key] = value`` on a mesh layout through the view `_mesh_view` (the value
     aligned to the view's layout: cut locally, or one exchange for a distributed value);
     False where the key gives no view."""
-    if not _basic_structure(key, obj.ndim) or obj.distributor.cyclic:
+    if not _basic_structure(key, obj.ndim):
         return False
     if isinstance(value, D2O):  # the value moves: key and shape errors agreed first
         with agreed(obj.distributor.comm):
             v = _mesh_view(obj, key)
-            s = _check_value(value.shape, v.shape)
+            s = None if v is None else _check_value(value.shape, v.shape)
+        if v is None:
+            return False
     else:
         v = _mesh_view(obj, key)
+        if v is None:
+            return False
         value = np.asarray(value)
         s = _check_value(value.shape, v.shape)
     if s != value.shape:

@@ -38,12 +38,16 @@ from ._comm import _SERIAL, Comm, as_comm
 from ._distributors import (
     Box,
     Distributor,
+    HeldScalar,
     _indices,
+    as_runs,
     equal_lengths,
     get_distributor,
     index_of,
+    is_runs,
     run_length,
 )
+from ._keys import jrange
 
 __all__ = [
     "Layout", "layout", "MeshDistributor", "dims_create", "is_mesh", "as_slab", "moved",
@@ -202,6 +206,19 @@ def _cyclic_runs(n: int, p: int, b: int, c: int) -> tuple:
     return tuple((k * b, min(k * b + b, n)) for k in range(c, -(-n // b), p))
 
 
+def _common(a: tuple, b: tuple) -> tuple:
+    """The indices two entries of a region share (a pair if both are pairs)."""
+    if not (is_runs(a) or is_runs(b)):
+        lo, hi = max(a[0], b[0]), min(a[1], b[1])
+        return (lo, max(lo, hi))
+    return tuple(
+        (max(x0, y0), min(x1, y1))
+        for x0, x1 in as_runs(a)
+        for y0, y1 in as_runs(b)
+        if max(x0, y0) < min(x1, y1)
+    )
+
+
 class MeshDistributor(Distributor):
     """Blocks or block-cyclic pieces on a process mesh (see the module notes).
 
@@ -273,8 +290,7 @@ class MeshDistributor(Distributor):
                     r = self.runs[m][c[m]]
                     if self.explicit and b[s] != (0, self.global_shape[s]):
                         # given pieces may cut one axis by two mesh axes: the intersection
-                        lo, hi = max(b[s][0], r[0]), min(b[s][1], r[1])
-                        r = (lo, max(lo, hi))
+                        r = _common(b[s], r)
                     b[s] = r
             box = self._regions[rank] = tuple(b)
         return box
@@ -299,6 +315,54 @@ class MeshDistributor(Distributor):
 
 
 _EXPLICIT: dict = {}
+
+
+def locate(entry: tuple, i: int) -> int | None:
+    """The local position of global index ``i`` in one coordinate's piece of an axis (a
+    (start, stop) pair or a tuple of runs, stored compactly in order), None if not held."""
+    pos = 0
+    for lo, hi in as_runs(entry):
+        if lo <= i < hi:
+            return pos + i - lo
+        pos += hi - lo
+    return None
+
+
+def slice_runs(entry: tuple, start: int, step: int, n: int) -> tuple | None:
+    """One coordinate's piece of an axis sliced by ``range(start, start + n*step, step)``:
+    ``(view entry, local slice)`` where the view's entry has the same form as ``entry`` (a
+    pair, or a tuple of runs in the view's order), or None when the picked elements are
+    not evenly strided in the local storage (a step that does not divide the block of a
+    block-cyclic axis).  Local."""
+    runs = entry if is_runs(entry) else (entry,)
+    picks, pos = [], 0  # (j0, j1, local position of j0) per run holding picks
+    for lo, hi in runs:
+        j0, j1 = jrange(start, step, n, lo, hi)
+        if j1 > j0:
+            picks.append((j0, j1, pos + start + step * j0 - lo))
+        pos += hi - lo
+    picks.sort()
+    count = sum(j1 - j0 for j0, j1, _ in picks)
+    if not picks:
+        return ((0, 0) if not is_runs(entry) else ()), slice(0, 0)
+    stride = step
+    if count > 1 and all(j1 - j0 == 1 for j0, j1, _ in picks):
+        stride = picks[1][2] - picks[0][2]
+    for (a0, a1, pa), (_, _, pb) in zip(picks, picks[1:]):
+        if pb - (pa + stride * (a1 - 1 - a0)) != stride:
+            return None
+    first = picks[0][2]
+    stop = first + stride * count
+    sl = slice(first, None if stop < 0 else stop, stride)
+    if not is_runs(entry):
+        return (picks[0][0], picks[0][1]), sl
+    merged: list = []
+    for j0, j1, _ in picks:
+        if merged and merged[-1][1] == j0:
+            merged[-1] = (merged[-1][0], j1)
+        else:
+            merged.append((j0, j1))
+    return tuple(merged), sl
 
 
 def explicit(lay: Layout, shape: tuple, split: tuple, runs: tuple) -> MeshDistributor:
@@ -428,6 +492,8 @@ def is_mesh(d: Distributor) -> bool:
 def slab_equivalent(d: Distributor) -> Distributor:
     """The slab layout an operation without a mesh algorithm runs on: 'equal' along the
     first split array axis."""
+    if type(d) is HeldScalar:
+        return get_distributor("not", (), d.comm)
     if not is_mesh(d):
         return d
     return get_distributor("equal", d.global_shape, d.comm, d.split_axes()[0])
@@ -439,7 +505,7 @@ def as_slab(x: Any) -> Any:
     from ._d2o import distributed_data_object as D2O
     from ._redistribution import redistribute
 
-    if isinstance(x, D2O) and type(x.distributor) is MeshDistributor:
+    if isinstance(x, D2O) and type(x.distributor) in (MeshDistributor, HeldScalar):
         d = x.distributor
         target = slab_equivalent(d)
         return D2O._from_local(redistribute(x.data, d, target), target)

@@ -257,11 +257,13 @@ def array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs:
             f"numpy.{func.__name__} is not implemented for distributed_data_object; "
             "use obj.get_full_data() to gather the array explicitly"
         )
-    if func in _VIEWS or not mesh_in_use[0]:
+    if func in _LOCAL or not mesh_in_use[0]:
         return impl(*args, **kwargs)
-    # no mesh algorithm: mesh operands run on their slab equivalents
-    return _on_slabs(impl, func.__name__, args, kwargs)
+    # no mesh algorithm: mesh operands (views: only 0-d ones) run on slab equivalents
+    return _on_slabs(impl, func.__name__, args, kwargs, held_only=func in _VIEWS)
 
 
 #: numpy functions that are views (they handle every layout themselves)
-_VIEWS = {np.transpose, np.swapaxes, np.moveaxis, np.real, np.imag, np.shape, np.ndim, np.size}
+_VIEWS = {np.transpose, np.swapaxes, np.moveaxis, np.real, np.imag}
+#: numpy functions that ask questions every layout answers locally
+_LOCAL = {np.shape, np.ndim, np.size, np.shares_memory, np.may_share_memory}

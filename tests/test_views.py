@@ -2,8 +2,9 @@
 views whose pieces are numpy views of the base's pieces; writes go through both ways.
 
 numpy is the oracle: every test applies the same steps to a numpy array and compares.
-Slab and replicated layouts ('equal', 'fftw', 'freeform', 'not') and block mesh layouts
-(mesh01, mesh10, meshrep); block-cyclic layouts still give copies (see the README).
+Slab and replicated layouts ('equal', 'fftw', 'freeform', 'not'), block mesh layouts
+(mesh01, mesh10, meshrep) and block-cyclic ones (cyc2; cyc3, whose block of 3 a step
+of 2 does not divide: such a slice is a copy, see the README).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from d2o import distributed_data_object
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
 STRATEGIES = ["equal", "fftw", "freeform", "not"]
-MESHES = ["mesh01", "mesh10", "meshrep"]
+MESHES = ["mesh01", "mesh10", "meshrep", "cyc2"]
 AXES = [0, 1]
 
 
 def _pair(strategy: str, axis: int = 0, shape=(7, 5), dtype=np.float64):
     a = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
-    if strategy in MESHES:
+    if strategy in MESHES or strategy == "cyc3":
         return a, make(a.copy(), strategy)
     return a, distributed_data_object(a.copy(), distribution_strategy=strategy, axis=axis)
 
@@ -176,11 +177,55 @@ def test_creating_a_slice_view_moves_nothing():
     assert_equal_to_numpy(s, a.swapaxes(0, 1))
 
 
-def test_zero_d_results():
-    a, x = _pair("equal", 0)
+@pytest.mark.parametrize("strategy", STRATEGIES + MESHES + ["cyc3"])
+@pytest.mark.parametrize("key", [(3, 4, Ellipsis), (Ellipsis, -1, 2), (slice(2, 6), 1)])
+def test_zero_d_views(strategy, key):
+    """``a[3, 4]`` is a scalar, ``a[3, 4, ...]`` a 0-d view held by the ranks whose piece
+    has the element: made without communication, writes go through both ways."""
+    a, x = _pair(strategy, 0)
     collective_assert(np.ndim(x[3, 4]) == 0 and x[3, 4] == a[3, 4])
-    z = x[3, 4, ...]
-    collective_assert(z.shape == () and float(z.get_full_data()) == a[3, 4])
+    with d2o.options(check_args=False), d2o.trace() as t:
+        v = x[key]
+        if key[-1] == 1:  # a 0-d view of a view
+            v = v[0, ...]
+    nv = a[key] if key[-1] != 1 else a[key][0, ...]
+    collective_assert(v.shape == () and v.base is x, f"0-d view: {v.shape}, {v.base}")
+    collective_assert(t.calls == [], f"a 0-d view moved: {t.calls}")
+    collective_assert(float(v) == float(nv) and np.shares_memory(v, x))
+    v[...] = -7
+    nv[...] = -7
+    assert_equal_to_numpy(x, a)
+    v += 2
+    nv += 2
+    np.multiply(v, 3, out=v)
+    np.multiply(nv, 3, out=nv)
+    assert_equal_to_numpy(x, a)
+    x[...] = x * 2  # writes to the base are seen through the view
+    a[...] = a * 2
+    assert_equal_to_numpy(v, nv)
+    assert_equal_to_numpy(v + x, nv + a)
+    collective_assert(v.sum() == nv.sum() and int(v) == int(nv))
+    c = v.copy()
+    c[...] = 0
+    assert_equal_to_numpy(x, a)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES + MESHES + ["cyc3"])
+def test_assignments_through_zero_d_keys(strategy):
+    a, x = _pair(strategy, 0)
+    x[3, 4, ...] = 5
+    a[3, 4, ...] = 5
+    x[..., 2, 1] = x[0, 0, ...]  # a distributed 0-d value
+    a[..., 2, 1] = a[0, 0, ...]
+    assert_equal_to_numpy(x, a)
+    for bad, exc in (((9, 4, Ellipsis), IndexError), ((3, 4, Ellipsis, 0), IndexError)):
+        with pytest.raises(exc):
+            x[bad]
+        with pytest.raises(exc):
+            x[bad] = 1
+    with pytest.raises(ValueError):
+        x[3, 4, ...] = [1.0, 2.0]
+    assert_equal_to_numpy(x, a)  # failed writes changed nothing
 
 
 def test_bad_writes_through_views_change_nothing():
@@ -220,7 +265,7 @@ _steps = st.lists(
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
 )
-@given(steps=_steps, strategy=st.sampled_from(STRATEGIES + MESHES))
+@given(steps=_steps, strategy=st.sampled_from(STRATEGIES + MESHES + ["cyc3"]))
 def test_chains_of_views_write_through(steps, strategy):
     a, x = _pair(strategy, 0, shape=(7, 6))
     nv, v = a, x
@@ -265,20 +310,63 @@ def test_block_mesh_layouts_give_views(name, key):
     assert_equal_to_numpy(v.sum(axis=0), nv.sum(axis=0))
 
 
-def test_block_cyclic_and_zero_d_keys_on_meshes_give_copies():
-    """No view of the pieces exists there: a copy through the slab equivalent."""
+def _evenly_strided(n: int, block: int, p: int, key) -> bool:
+    """The oracle of a block-cyclic view: on every rank the rows a key picks sit evenly
+    strided in the local piece (blocks of ``block`` rows dealt round-robin to ``p``)."""
+    rows = np.arange(n)
+    picked = rows[key if isinstance(key, slice) else key[0]]
+    for r in range(p):
+        held = rows[(rows // block) % p == r]
+        pos = np.nonzero(np.isin(held, picked))[0]
+        if picked[0] > picked[-1]:
+            pos = pos[::-1]
+        if pos.size > 2 and len(set(np.diff(pos))) > 1:
+            return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        slice(1, 30),
+        slice(None, None, -1),
+        slice(None, None, 3),  # the step divides the block of 3: a view
+        slice(35, None, -3),
+        slice(None, None, 2),  # it does not: picks unevenly strided at 2 and 4 ranks
+        slice(38, 0, -2),
+        (slice(None), 2),
+    ],
+    ids=repr,
+)
+def test_block_cyclic_views(key):
+    """Slices of a block-cyclic axis are views when every rank's picks are evenly strided
+    in its local piece (always when the step divides the block); otherwise copies, made
+    through the slab equivalent, and assignments through such keys still write."""
     from d2o import default_comm
 
-    comm = default_comm()
-    a = np.arange(42.0).reshape(7, 6)
-    x = distributed_data_object(a, distribution_strategy=d2o.layout(split=(0, 1), block=2))
-    y = make(np.arange(7.0), "mesh01")
-    for v in (x[1:3], y[2:5][1, ...]):  # block-cyclic; a 0-d result
-        collective_assert(v.base is None or comm.size == 1)
-        if comm.size > 1:
-            v[...] = -1
+    a, x = _pair("cyc3", 0, shape=(40, 3))
+    with d2o.options(check_args=False), d2o.trace() as t:
+        v = x[key]
+    nv = a[key]
+    is_view = _evenly_strided(40, 3, default_comm().size, key)
+    collective_assert((v.base is x) == is_view, f"view {v.base is x}, expected {is_view}")
+    if is_view:
+        collective_assert(t.calls == [], f"a block-cyclic view moved: {t.calls}")
+    vals = np.arange(nv.size, dtype=a.dtype).reshape(nv.shape) - 100
+    if not is_view:
+        nv = nv.copy()  # the oracle of a copy
+    v[...] = vals
+    nv[...] = vals
     assert_equal_to_numpy(x, a)
-    assert_equal_to_numpy(y, np.arange(7.0))
+    x[key] = vals * 2  # an assignment writes through either way
+    a[key] = vals * 2
+    assert_equal_to_numpy(x, a)
+    assert_equal_to_numpy(v, nv)
+    w, nw = v[1:], nv[1:]  # a view of the view
+    w *= 3
+    nw *= 3
+    assert_equal_to_numpy(x, a)
+    assert_equal_to_numpy(v.sum(axis=0), nv.sum(axis=0))
 
 
 @pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
