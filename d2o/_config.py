@@ -44,14 +44,31 @@ def small_reduce() -> int:
 
 
 _GATHER_MODES = ("allow", "warn", "raise")
-_VALID: dict[str, tuple] = {"gather": _GATHER_MODES, "check_args": (True, False)}
-_OPTIONS: dict[str, Any] = {"gather": "allow", "check_args": False}
+_VALID: dict[str, tuple] = {
+    "gather": _GATHER_MODES,
+    "check_args": (True, False),
+    "fallback_limit": (),
+    "replicate_below": (),
+}
+_OPTIONS: dict[str, Any] = {
+    "gather": "allow",
+    "check_args": False,
+    "fallback_limit": 16 << 20,
+    "replicate_below": 0,
+}
+_SIZES = ("fallback_limit", "replicate_below")
 
 
 def _check(name: str, value: Any) -> None:
     if not isinstance(name, str) or name not in _VALID:
         raise ValueError(f"unknown d2o option {name!r}; the options are {', '.join(_VALID)}")
     allowed = _VALID[name]
+    if name in _SIZES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"option {name!r} takes a number of bytes (an int); got {value!r}")
+        if value < 0:
+            raise ValueError(f"option {name!r} must be >= 0; got {value}")
+        return
     if name == "check_args":
         if not isinstance(value, bool):
             raise TypeError(f"option 'check_args' takes True or False; got {value!r}")
@@ -87,6 +104,14 @@ def set_options(**kwargs: Any) -> None:
         ``D2O_CHECK_ARGS=1`` turns it on at import; the test suite's MPI runs do.
         Unlike ``gather`` it changes the communication of every call: set it on
         every rank alike (the environment variable is the safe way).
+    fallback_limit : int
+        Bytes (default 16 MiB): a `d2o.numpy` function without a distributed
+        algorithm gathers its distributed operands when together they are at most
+        this large (recorded in the trace as a fallback; refused under
+        ``gather='raise'``), and raises NotImplementedError above it.
+    replicate_below : int
+        Bytes (default 0): `d2o.numpy` creation functions called without ``dist=``
+        replicate arrays smaller than this instead of distributing them.
 
     Notes
     -----

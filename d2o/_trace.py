@@ -46,6 +46,9 @@ class Record:
         exchanges, staging arrays), 0 where unknown.
     gathers : int
         Implicit gathers it made (see `d2o.set_options`).
+    fallback : str or None
+        The numpy function that ran on gathered operands (`d2o.numpy`'s bounded
+        fallback), None when none did.
     """
 
     __slots__ = (
@@ -56,6 +59,7 @@ class Record:
         "max_group",
         "temp_bytes",
         "gathers",
+        "fallback",
     )
 
     def __init__(self, op: str) -> None:
@@ -66,12 +70,15 @@ class Record:
         self.max_group = 0
         self.temp_bytes = 0
         self.gathers = 0
+        self.fallback = None
 
     def __repr__(self) -> str:
         return (
             f"Record(op={self.op!r}, collectives={self.collectives}, "
             f"bytes_sent={self.bytes_sent}, bytes_received={self.bytes_received}, "
-            f"max_group={self.max_group}, temp_bytes={self.temp_bytes}, gathers={self.gathers})"
+            f"max_group={self.max_group}, temp_bytes={self.temp_bytes}, gathers={self.gathers}"
+            + ("" if self.fallback is None else f", fallback={self.fallback!r}")
+            + ")"
         )
 
 
