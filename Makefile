@@ -14,7 +14,7 @@ PYTEST_OPTS ?= -x -q -p no:cacheprovider --timeout=150
 DEMO ?= examples/wiener_filter.py
 DEMO_NPROCS ?= 2
 
-LINT_PATHS := d2o tests examples benchmarks
+LINT_PATHS := d2o tests examples benchmarks tools
 
 # Where ranks > 0 write their output (read by tests/_mpi_runner.py).
 export D2O_MPI_LOGDIR ?= $(CURDIR)/.mpi-logs

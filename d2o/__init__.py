@@ -70,7 +70,8 @@ def _register_public() -> None:
         "__array_ufunc__": lambda a: a[1].__name__ + ("" if a[2] == "__call__" else f".{a[2]}"),
         "__array_function__": lambda a: a[1].__name__,
     }
-    local = {"__reduce__", "__len__", "__repr__", "__str__", "get_local_data", "set_local_data"}
+    local = {"__reduce__", "__len__", "__repr__", "__str__", "get_local_data", "set_local_data",
+             "__array_namespace__", "to_device", "__dlpack__", "__dlpack_device__"}  # fmt: skip
     for attr, val in list(D.__dict__.items()):
         private = attr.startswith("_") and not attr.endswith("__")
         if inspect.isfunction(val) and not private and attr not in local - {"__repr__", "__str__"}:

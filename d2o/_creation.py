@@ -100,22 +100,37 @@ def _filled(shape: Any, dtype: Any, value: Any, dist: Any, comm: Any = None) -> 
     return _from_local(data, d)
 
 
-def empty(shape: Any, dtype: Any = float, order: str = "C", *, dist: Any = None, like=None):
+def empty(
+    shape: Any, dtype: Any = float, order: str = "C", *, dist: Any = None, device=None, like=None
+):
     """numpy's ``empty``; every rank allocates only its piece."""
     return _filled(shape, dtype, None, dist)
 
 
-def zeros(shape: Any, dtype: Any = float, order: str = "C", *, dist: Any = None, like=None):
+def zeros(
+    shape: Any, dtype: Any = float, order: str = "C", *, dist: Any = None, device=None, like=None
+):
     """numpy's ``zeros``; every rank allocates only its piece."""
     return _filled(shape, dtype, 0, dist)
 
 
-def ones(shape: Any, dtype: Any = None, order: str = "C", *, dist: Any = None, like=None):
+def ones(
+    shape: Any, dtype: Any = None, order: str = "C", *, dist: Any = None, device=None, like=None
+):
     """numpy's ``ones``; every rank allocates only its piece."""
     return _filled(shape, float if dtype is None else dtype, 1, dist)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, dist=None, like=None):
+def full(
+    shape: Any,
+    fill_value: Any,
+    dtype: Any = None,
+    order: str = "C",
+    *,
+    dist=None,
+    device=None,
+    like=None,
+):
     """numpy's ``full``; every rank allocates only its piece."""
     if isinstance(fill_value, D2O):
         fill_value = fill_value.get_full_data()
@@ -310,11 +325,11 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy", dist=None):
             continue
         d = distributor_for(dist, shape, v.dtype)
         out.append(fill(d, v.dtype, lambda *idx, v=v, ax=ax: v[idx[ax]]))
-    return tuple(out)
+    return out  # a list, as the array API asks (numpy gives a tuple)
 
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None, dist: Any = None,
-            device=None, like=None):  # fmt: skip
+            device=None, like=None, comm: Any = None):  # fmt: skip
     """numpy's ``asarray``: a distributed array itself (a copy only where ``dtype`` or
     ``dist`` ask for another one); other input is cut by every rank (it must hold the
     same values on every rank, as any global argument)."""
@@ -333,7 +348,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None, d
             return _from_local(redistribute(out.data, d, target, explicit=True), target)
         return out
     g = np.asarray(a, dtype=dtype)
-    d = distributor_for(dist, g.shape, g.dtype)
+    d = distributor_for(dist, g.shape, g.dtype, comm)
     return _from_local(np.array(g[d.local_slice] if g.ndim else g, copy=True), d)
 
 

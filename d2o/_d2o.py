@@ -336,6 +336,41 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
             )
         return bool(self.get_full_data().reshape(()))
 
+    @property
+    def device(self) -> str:
+        """The array API's device: "cpu" (pieces are numpy arrays in host memory)."""
+        return "cpu"
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> distributed_data_object:
+        """The array itself (one device); ValueError for another."""
+        if device != "cpu":
+            raise ValueError(f"unsupported device {device!r}")
+        return self
+
+    @property
+    def mT(self) -> distributed_data_object:  # noqa: N802 - the array API's name
+        """The matrix transpose of the last two axes (a view)."""
+        return self.swapaxes(-1, -2)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:  # fmt: skip
+        """DLPack export of an array held whole by this rank (replicated, or one process);
+        BufferError for a distributed array (use ``get_local_data()`` for the piece)."""
+        if not (self.distributor.replicated or self.distributor.comm.size == 1):
+            raise BufferError("a distributed array has no single buffer; export its piece")
+        kw = {} if max_version is None else {"max_version": max_version}
+        return self.data.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self) -> tuple:
+        """(kDLCPU, 0): pieces live in host memory."""
+        return (1, 0)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """``d2o.numpy``, the namespace of the array API standard for these arrays."""
+        import d2o.numpy
+
+        return d2o.numpy
+
     def __float__(self) -> float:
         return float(self._element("float"))
 

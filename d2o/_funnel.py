@@ -50,9 +50,13 @@ def register(owner: Any, attr: str, name: str | None = None, namer: Callable | N
 
 
 def register_functions(module_name: str, names: list, prefix: str = "") -> None:
-    """Declare the functions ``names`` of module ``module_name`` public operations."""
+    """Declare the functions ``names`` of module ``module_name`` public operations
+    (wrapped at once when the wrappers are installed: a module imported later)."""
     for n in names:
         _OPS.append((module_name, n, prefix + n, None))
+    if _PATCHED:
+        _uninstall()
+        activate()
 
 
 #: 1 while a registered operation runs (its inner calls are not wrapped again).
@@ -114,7 +118,8 @@ _DUNDERS_ON_SLABS = { "__iter__", "__bool__", "__matmul__",
 _MUTATING = {
     "__setitem__", "set_data", "set_full_data", "flatten", "__iadd__", "__isub__", "__imul__",
     "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
-    "__ilshift__", "__irshift__", "__imatmul__",
+    "__ilshift__", "__irshift__", "__imatmul__", "numpy.copyto", "numpy.putmask", "numpy.place",
+    "numpy.put", "numpy.fill_diagonal", "numpy.put_along_axis",
 }  # fmt: skip
 #: True once a 0-d view (`HeldScalar`) was made: every operation is then wrapped, and
 #: those with a 0-d view operand run on its replicated copy.
@@ -370,7 +375,11 @@ def activate() -> None:
             return
         _uninstall()  # mesh-only wrappers in place, a trace starts: wrap everything
     _full[0] = full
-    modules = _d2o_modules()
+    where: dict = {}  # id of a function -> every (module, name) it is bound to
+    for m in _d2o_modules():
+        for key, val in list(vars(m).items()):
+            if callable(val):
+                where.setdefault(id(val), []).append((m, key))
     for owner, attr, name, namer in _OPS:
         if not full and _is_native(name):
             continue
@@ -380,11 +389,9 @@ def activate() -> None:
                 continue
             orig = getattr(mod, attr)
             wrapped = _wrap(orig, name, namer)
-            for m in modules:
-                for key, val in list(vars(m).items()):
-                    if val is orig:
-                        _PATCHED.append((m, key, orig))
-                        setattr(m, key, wrapped)
+            for m, key in where.get(id(orig), ()):
+                _PATCHED.append((m, key, orig))
+                setattr(m, key, wrapped)
             continue
         orig = owner.__dict__.get(attr)
         if orig is None:

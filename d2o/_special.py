@@ -250,8 +250,23 @@ def _dot(a: Any, b: Any) -> Any:
     return dot(a, b)
 
 
+def _namespace_impl(func: Callable) -> Callable | None:
+    """d2o.numpy's implementation of a numpy function (main namespace, ``linalg``,
+    ``fft``), None for any other function."""
+    import importlib
+
+    name = getattr(func, "__name__", "")
+    for np_mod, ours in ((np, "d2o.numpy"), (np.linalg, "d2o.numpy.linalg"), (np.fft, "d2o.fft")):
+        if getattr(np_mod, name, None) is func:
+            impl = getattr(importlib.import_module(ours), name, None)
+            return getattr(impl, "__d2o_original__", impl)
+    return None
+
+
 def array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
     impl = HANDLED.get(func)
+    if impl is None:
+        impl = _namespace_impl(func)
     if impl is None:
         raise TypeError(
             f"numpy.{func.__name__} is not implemented for distributed_data_object; "

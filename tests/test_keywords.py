@@ -593,3 +593,9 @@ def test_out_follows_numpy_rules():
         out2 = D(np.zeros(4 * 5))
         assert x.cumsum(out=out2) is out2
         assert_equal_to_numpy(out2, A.cumsum(), rtol=1e-12)
+
+
+@case("to_device", stream=None)
+def _(kw):
+    x = D(A)
+    assert x.to_device("cpu", **kw) is x

@@ -1,0 +1,95 @@
+"""``import d2o.numpy as np``: numpy's namespace on distributed arrays.
+
+Every public numpy function is here.  With distributed operands it runs the class of
+algorithm `d2o._numpy_table` gives it (element-wise, reduction, axis-local, view,
+joining, creation, linear algebra), or the bounded fallback (operands up to the
+``fallback_limit`` option gathered, recorded in the trace; NotImplementedError above).
+With only numpy operands it is numpy's own function.  Creation functions take ``dist=``
+(see `d2o._creation`): without it arrays are distributed along their first axis.
+Ufuncs, dtypes and constants are numpy's own objects (ufuncs dispatch through
+``__array_ufunc__``).  See docs/coverage.md for every name's class.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .._axislocal import find_arrays as _find_arrays
+from .._numpy_table import TABLE as _TABLE
+from .._numpy_table import implementation as _implementation
+
+__array_api_version__ = "2023.12"
+#: the array API's inspection namespace: numpy's (same dtypes, one "cpu" device)
+__array_namespace_info__ = _np.__array_namespace_info__
+
+
+def _dispatcher(name: str):
+    kind, impl = _implementation(name)
+    np_func = getattr(_np, name)
+    if kind in ("create", "ufunc", "meta"):
+        return impl
+
+    def f(*args, **kwargs):
+        if not _find_arrays((args, kwargs)):
+            return np_func(*args, **kwargs)
+        return impl(*args, **kwargs)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
+    f.__wrapped__ = np_func
+    return f
+
+
+def _install() -> list:
+    g = globals()
+    names = []
+    for n in dir(_np):
+        if n.startswith("_") or n in ("linalg", "fft", "random", "testing"):
+            continue
+        obj = getattr(_np, n)
+        plain_ufunc = isinstance(obj, _np.ufunc) and _TABLE.get(n, ("ufunc",))[0] == "ufunc"
+        if plain_ufunc or isinstance(obj, type) or not callable(obj):
+            g[n] = obj  # ufuncs, dtypes and classes, constants: numpy's own objects
+            continue
+        g[n] = _dispatcher(n)
+        names.append(n)
+    return names
+
+
+_FUNCTIONS = _install()
+__all__ = [n for n in dir() if not n.startswith("_")]
+
+
+def _register() -> None:
+    from .. import _funnel
+
+    _funnel.register_functions(__name__, _FUNCTIONS, prefix="numpy.")
+
+
+_register()
+
+from . import fft, linalg, random  # noqa: E402
+
+
+class finfo:  # noqa: N801 - numpy's name
+    """numpy's ``finfo`` of a dtype or a (distributed) array, with the array API's Python
+    float attributes (``eps``, ``max``, ``min``, ``smallest_normal``, ``resolution``)."""
+
+    def __init__(self, type) -> None:  # noqa: A002
+        info = _np.finfo(type.dtype if hasattr(type, "distributor") else type)
+        self.bits, self.dtype = info.bits, info.dtype
+        for k in ("eps", "max", "min", "smallest_normal", "resolution", "tiny", "epsneg"):
+            setattr(self, k, float(getattr(info, k)))
+        self.precision, self.maxexp, self.minexp = info.precision, info.maxexp, info.minexp
+
+    def __repr__(self) -> str:
+        return f"finfo(dtype={self.dtype}, eps={self.eps}, max={self.max})"
+
+
+def iinfo(type):  # noqa: A002
+    """numpy's ``iinfo`` of a dtype or a (distributed) array."""
+    return _np.iinfo(type.dtype if hasattr(type, "distributor") else type)
+
+
+__all__ += ["fft", "linalg", "random"]

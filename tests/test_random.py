@@ -1,0 +1,331 @@
+"""Random numbers (`d2o._random`): the same global array at any process count and layout.
+
+The digests below were computed once without MPI; every process count (1, 2, 3, 4 and
+none) must reproduce them, whatever the layout.  They also pin numpy's Philox stream and
+its ziggurat/Lemire algorithms: a numpy release changing those (numpy's stream policy
+allows it) would change them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from _helpers import Checks, mesh_of
+
+import d2o
+from d2o import _random
+from d2o._random import BLOCK, Generator, default_rng
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
+
+SEED = 20240611
+
+DIGESTS = {
+    "random": "a4ca42b20207915f",
+    "standard_normal": "f1e39872f80047ef",
+    "integers": "8f8fd72087732a77",
+    "normal": "6246445f4fb95b69",
+    "uniform": "fda8be4677031840",
+    "exponential": "83ca56999984ac5c",
+    "choice_p": "20d9189c3cce5a1a",
+    "choice_a": "9ac4b7c223e913d5",
+    "random32": "d5427d0c6b86af1a",
+    "normal32": "f7937aa1c80af759",
+}
+
+
+def _draws(rng: Generator, layout=lambda ndim: None) -> dict:
+    """The draws behind DIGESTS, in this order (the call numbers matter); ``layout(ndim)``
+    gives the ``dist=`` of each."""
+    d1, d2, d3 = layout(1), layout(2), layout(3)
+    return {
+        "random": rng.random((1000, 7), dist=d2),
+        "standard_normal": rng.standard_normal((33, 5, 2), dist=d3),
+        "integers": rng.integers(0, 100, 5000, endpoint=True, dist=d1),
+        "normal": rng.normal(2.0, 3.0, (40, 300), dist=d2),
+        "uniform": rng.uniform(-1.0, 4.0, (10, 501), dist=d2),
+        "exponential": rng.exponential(2.5, 9000, dist=d1),
+        "choice_p": rng.choice(5, (60, 70), p=[0.1, 0.2, 0.3, 0.25, 0.15], dist=d2),
+        "choice_a": rng.choice(np.array([1.5, -2.0, 7.0]), 999, dist=d1),
+        "random32": rng.random((3, 4100), dtype=np.float32, dist=d2),
+        "normal32": rng.standard_normal((4100, 3), dtype=np.float32, dist=d2),
+    }
+
+
+DIGEST_LAYOUTS = {
+    "default": lambda ndim: None,
+    "fftw": lambda ndim: "fftw",
+    "cyclic": lambda ndim: mesh_of("cyc2" if ndim >= 2 else "cyc3"),  # block-cyclic
+    "columns": lambda ndim: d2o.layout(split=(ndim - 1,)),  # slabs along the last axis
+}
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+
+
+def _layouts(comm) -> dict:
+    """Layouts of 2-d arrays, by name; each must give the same global values."""
+    p = comm.size
+    return {
+        "default": None,
+        "equal": "equal",
+        "fftw": "fftw",
+        "replicated": False,
+        "cyc2": mesh_of("cyc2"),  # block-cyclic, blocks of 2 on both axes
+        "mesh10": mesh_of("mesh10"),
+        "columns": d2o.layout(mesh=(p,), split=(1,)),  # slabs along the second axis
+        "cyclic_rows": d2o.layout(mesh=(p,), split=(0,), block=3),
+    }
+
+
+# -- 1. the same digests at every process count ------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(DIGEST_LAYOUTS))
+def test_digests_do_not_depend_on_the_process_count(comm, layout):
+    draws = _draws(default_rng(SEED), DIGEST_LAYOUTS[layout])
+    got = {k: _digest(v.get_full_data()) for k, v in draws.items()}
+    wrong = {k: (got[k], DIGESTS[k]) for k in DIGESTS if got[k] != DIGESTS[k]}
+    collective_assert(not wrong, f"at {comm.size} process(es): (got, expected) {wrong}")
+
+
+def _reference(seed: int, call: int, shape: tuple, fill) -> np.ndarray:
+    """The documented definition, block by block: numpy's Generator on Philox with key
+    ``SeedSequence(seed).generate_state(2, uint64)`` and counter ``[0, 0, block, call]``."""
+    key = np.random.SeedSequence(seed).generate_state(2, np.uint64)
+    n = int(np.prod(shape))
+    blocks = [
+        fill(np.random.Generator(np.random.Philox(key=key, counter=[0, 0, b, call])), BLOCK)
+        for b in range(-(-n // BLOCK))
+    ]
+    return np.concatenate(blocks)[:n].reshape(shape) if blocks else np.zeros(shape)
+
+
+FILLS = {
+    "random": (lambda r, s, d: r.random(s, dist=d), lambda g, n: g.random(n)),
+    "random32": (
+        lambda r, s, d: r.random(s, np.float32, dist=d),
+        lambda g, n: g.random(n, dtype=np.float32),
+    ),
+    "normal": (lambda r, s, d: r.standard_normal(s, dist=d), lambda g, n: g.standard_normal(n)),
+    "integers": (lambda r, s, d: r.integers(-5, 50, s, dist=d), lambda g, n: g.integers(-5, 50, n)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FILLS))
+@pytest.mark.parametrize("shape", [(3, 4097), (9, 1000), (2, 3, 2050)])
+def test_pieces_follow_the_documented_streams(comm, kind, shape):
+    """Every rank's piece, in every layout, is the block-wise definition cut to its box
+    (column slabs and block-cyclic pieces start blocks in the middle)."""
+    draw, fill = FILLS[kind]
+    expected = _reference(SEED, 3, shape, fill)
+    check = Checks()
+    for name, dist in _layouts(comm).items():
+        rng = default_rng(SEED)
+        rng.calls = 3  # the fourth call
+        check.equal(draw(rng, shape, dist), expected, what=f"{kind} {name}")
+    check.done()
+
+
+# -- 2. the same values in every layout --------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["random", "normal", "integers", "exponential", "choice"])
+def test_every_layout_gives_the_same_array(comm, what):
+    def draw(dist):
+        rng = default_rng([SEED, 7])
+        rng.random(3)  # a first call: the second one is compared
+        if what == "random":
+            return rng.random((37, 130), dist=dist)
+        if what == "normal":
+            return rng.normal(-1.0, 0.5, (37, 130), dist=dist)
+        if what == "integers":
+            return rng.integers(10, size=(37, 130), dtype=np.int16, dist=dist)
+        if what == "exponential":
+            return rng.exponential(size=(37, 130), dist=dist)
+        return rng.choice(np.arange(10.0, 16.0), (37, 130), p=[0.5, 0, 0.1, 0.1, 0.1, 0.2],
+                          dist=dist)  # fmt: skip
+
+    expected = draw(False).get_full_data()  # replicated: every rank holds all of it
+    check = Checks()
+    for name, dist in _layouts(comm).items():
+        check.equal(draw(dist), expected, what=name)
+    check.done()
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (0, 5), (2,), (3, 1, 2)])
+def test_small_and_empty_shapes(comm, shape):
+    """Ranks holding nothing, 0-d arrays (``size=()``) and empty arrays."""
+    expected = default_rng(SEED).standard_normal(shape, dist=False).get_full_data()
+    for dist in (None, True, "fftw", False):
+        x = default_rng(SEED).standard_normal(shape, dist=dist)
+        collective_assert(x.shape == shape, f"shape {x.shape} for {shape}")
+        assert_equal_to_numpy(x, expected)
+
+
+def test_default_layout_is_slabs_along_the_first_axis(comm):
+    x = default_rng(SEED).random((10, 3))
+    collective_assert(x.distribution_strategy == "equal" and x.axis == 0, repr(x.distributor))
+    y = default_rng(SEED).random((10, 3), dist=x)  # the layout of another array
+    collective_assert(y.distributor is x.distributor, "dist=array takes its layout")
+    assert_equal_to_numpy(y, x.get_full_data())
+
+
+# -- 3. statistics -----------------------------------------------------------------------
+
+
+def test_normal_statistics():
+    rng = default_rng(SEED)
+    z = rng.standard_normal(10**5)
+    collective_assert(abs(float(z.mean())) < 0.02, f"mean {z.mean()}")
+    collective_assert(abs(float(z.std()) - 1) < 0.02, f"std {z.std()}")
+    x = rng.normal(3.0, 2.0, 10**5)
+    collective_assert(abs(float(x.mean()) - 3) < 0.04, f"mean {x.mean()}")
+    collective_assert(abs(float(x.std()) - 2) < 0.04, f"std {x.std()}")
+    e = rng.exponential(2.0, 10**5)
+    collective_assert(abs(float(e.mean()) - 2) < 0.04 and float(e.min()) >= 0, "exponential")
+
+
+def test_bounds_and_dtypes():
+    rng = default_rng(SEED)
+    i = rng.integers(3, 7, 20000).get_full_data()
+    collective_assert(i.dtype == np.int64 and i.min() == 3 and i.max() == 6, f"{i.min()} {i.max()}")
+    j = rng.integers(3, 7, 20000, endpoint=True).get_full_data()
+    collective_assert(j.min() == 3 and j.max() == 7, f"endpoint: {j.min()} {j.max()}")
+    k = rng.integers(5, size=(40, 50), dtype=np.uint8).get_full_data()
+    collective_assert(k.dtype == np.uint8 and k.max() == 4, f"{k.dtype} {k.max()}")
+    b = rng.integers(2, size=1000, dtype=bool).get_full_data()
+    collective_assert(b.dtype == bool and 400 < b.sum() < 600, f"bool {b.sum()}")
+    u = rng.uniform(-2.0, 3.0, 20000).get_full_data()
+    collective_assert(u.min() >= -2 and u.max() < 3 and abs(u.mean() - 0.5) < 0.05, "uniform")
+    r = rng.random(20000).get_full_data()
+    collective_assert(r.dtype == np.float64 and r.min() >= 0 and r.max() < 1, "random")
+    for what in ("random", "standard_normal"):
+        f = getattr(rng, what)((100, 101), dtype=np.float32).get_full_data()
+        collective_assert(f.dtype == np.float32, f"{what}: {f.dtype}")
+        collective_assert(abs(f.mean() - (0.5 if what == "random" else 0)) < 0.03, what)
+    r32 = rng.random(10000, dtype=np.float32).get_full_data()
+    collective_assert(r32.min() >= 0 and r32.max() < 1, "float32 range")
+
+
+def test_choice_frequencies():
+    rng = default_rng(SEED)
+    c = rng.choice(4, 40000, p=[0.1, 0.0, 0.6, 0.3]).get_full_data()
+    freq = np.bincount(c, minlength=4) / c.size
+    collective_assert(np.allclose(freq, [0.1, 0.0, 0.6, 0.3], atol=0.01), f"{freq}")
+    pool = np.array(["a", "b", "c"])
+    s = rng.choice(pool, (30, 20)).get_full_data()
+    collective_assert(s.dtype == pool.dtype and set(s.ravel()) == {"a", "b", "c"}, f"{s.dtype}")
+
+
+# -- 4. streams: successive calls, seeds -------------------------------------------------
+
+
+def test_calls_seeds_and_generators(comm):
+    rng = default_rng(SEED)
+    a, b = rng.random(500).get_full_data(), rng.random(500).get_full_data()
+    collective_assert(not np.any(a == b), "successive calls must differ")
+    collective_assert(rng.calls == 2, f"calls {rng.calls}")
+    again = default_rng(SEED)
+    assert_equal_to_numpy(again.random(500), a)
+    assert_equal_to_numpy(again.random(500), b)
+    other = default_rng(SEED + 1).random(500).get_full_data()
+    collective_assert(not np.any(other == a), "another seed must give other numbers")
+    ss = np.random.SeedSequence(SEED)
+    assert_equal_to_numpy(default_rng(ss).random(500), a)  # int and SeedSequence agree
+    collective_assert(default_rng(rng) is rng, "a d2o Generator is returned as it is")
+    seq = default_rng([SEED, 1]).random(500).get_full_data()
+    collective_assert(not np.any(seq == a), "a sequence seed is another seed")
+    kids = rng.spawn(2)
+    x, y = kids[0].random(50).get_full_data(), kids[1].random(50).get_full_data()
+    collective_assert(not np.any(x == y), "spawned generators differ")
+    # without a seed rank 0's entropy is broadcast: the same numbers on every rank
+    fresh = default_rng().random(8, dist=False).get_local_data()
+    collective_assert(all(np.array_equal(v, fresh) for v in comm.allgather(fresh)), "unseeded")
+
+
+def test_blocks_are_independent_streams():
+    """Element i depends on i // BLOCK and i % BLOCK only: a longer draw extends a
+    shorter one, and no two blocks repeat each other."""
+    long = default_rng(SEED).standard_normal(3 * BLOCK + 5).get_full_data()
+    short = default_rng(SEED).standard_normal(BLOCK + 1).get_full_data()
+    collective_assert(np.array_equal(long[: BLOCK + 1], short), "prefix")
+    blocks = long[: 3 * BLOCK].reshape(3, BLOCK)
+    collective_assert(not np.any(blocks[0] == blocks[1]), "blocks 0 and 1 share values")
+
+
+def test_module_level_functions():
+    _random.seed(SEED)
+    a = _random.random(300).get_full_data()
+    _random.seed(SEED)
+    b = _random.random((300,), dist=False).get_full_data()
+    collective_assert(np.array_equal(a, b), "seed() restarts the default generator")
+    expected = _reference(SEED, 1, (300,), lambda g, n: g.random(n))  # the second call
+    assert_equal_to_numpy(_random.random(300), expected)
+    for f, args in [
+        (_random.standard_normal, (4,)),
+        (_random.normal, (1.0, 2.0, 4)),
+        (_random.uniform, (0.0, 2.0, 4)),
+        (_random.integers, (5, None, 4)),
+        (_random.exponential, (1.0, 4)),
+        (_random.choice, (5, 4)),
+    ]:
+        collective_assert(f(*args).shape == (4,), f.__name__)
+
+
+# -- 5. bad input ------------------------------------------------------------------------
+
+
+def test_bad_input_raises_everywhere():
+    rng = default_rng(SEED)
+    assert_raises_everywhere(ValueError, rng.normal, 0.0, -1.0, 5)
+    assert_raises_everywhere(ValueError, rng.exponential, -2.0, 5)
+    assert_raises_everywhere(ValueError, rng.integers, 5, 5, 3)
+    assert_raises_everywhere(ValueError, rng.integers, 6, 5, 3, endpoint=True)
+    assert_raises_everywhere(ValueError, rng.integers, 0, 300, 3, dtype=np.int8)
+    assert_raises_everywhere(TypeError, rng.integers, 0, 3, 3, dtype=np.float64)
+    assert_raises_everywhere(NotImplementedError, rng.choice, 5, 3, replace=False)
+    assert_raises_everywhere(ValueError, rng.choice, 5, 3, p=[0.5, 0.5])
+    assert_raises_everywhere(ValueError, rng.choice, 5, 3, p=[0.5, 0.5, 0.5, -0.5, 0])
+    assert_raises_everywhere(ValueError, rng.choice, 0, 3)
+    assert_raises_everywhere(ValueError, rng.random, -1)
+    assert_raises_everywhere(ValueError, rng.standard_normal, (3, -2))
+    assert_raises_everywhere(TypeError, rng.random, 3, np.int64)
+    assert_raises_everywhere(TypeError, rng.standard_normal, 3, np.complex128)
+    assert_raises_everywhere(OverflowError, rng.uniform, 0.0, np.inf, 3)
+    assert_raises_everywhere(NotImplementedError, rng.normal, [0.0, 1.0], 1.0, 2)
+    assert_raises_everywhere(ValueError, rng.random, 3, dist="nonsense")
+    assert_raises_everywhere(TypeError, default_rng, 1.5)
+    assert_raises_everywhere(TypeError, default_rng, np.random.default_rng(1))
+    # a call that raised did not use up a call number (the ranks stay in step)
+    collective_assert(rng.calls == 0, f"calls {rng.calls}")
+
+
+# -- 6. scalars --------------------------------------------------------------------------
+
+
+def test_size_none_gives_the_same_scalar_everywhere(comm):
+    rng = default_rng(SEED)
+    values = [
+        rng.random(),
+        rng.standard_normal(),
+        rng.normal(1.0, 2.0),
+        rng.uniform(-1.0, 1.0),
+        rng.exponential(3.0),
+        rng.integers(10),
+        rng.choice(7),
+        rng.choice([1.5, 2.5], p=[0.2, 0.8]),
+        rng.random(dtype=np.float32),
+    ]
+    kinds = [float, float, float, float, float, np.int64, int, np.float64, float]
+    types = [type(v) for v in values]
+    collective_assert(types == kinds, f"types {types}")
+    everywhere = comm.allgather(values)
+    collective_assert(all(v == values for v in everywhere), f"scalars differ: {everywhere}")
+    # a scalar is element 0 of that call's array
+    first = default_rng(SEED).random((3, 2), dist=False).get_local_data()
+    collective_assert(values[0] == first[0, 0], f"{values[0]} != {first[0, 0]}")
+    zero_d = default_rng(SEED).random(())
+    collective_assert(zero_d.shape == () and float(zero_d.get_full_data()) == values[0], "0-d")
