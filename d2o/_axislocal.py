@@ -149,19 +149,27 @@ def fallback(name: str, func: Callable, args: tuple, kwargs: dict, inplace: bool
     if not arrays:
         return func(*args, **kwargs)
     comm = arrays[0].distributor.comm
-    total = sum(a.nbytes for a in arrays)
+    # replicated operands are whole on every rank already: only the others are gathered
+    total = sum(a.nbytes for a in arrays if not a.distributor.replicated)
+    if comm.size == 1 or total == 0:
+        return _local_fallback(func, args, kwargs, inplace, arrays[0])
     limit = _config.get_option("fallback_limit")
-    if total > limit and comm.size > 1:
+    if total > limit:
         raise NotImplementedError(
             f"d2o.numpy.{name} has no distributed algorithm yet, and its distributed "
             f"operands ({total} bytes) exceed the fallback limit of {limit} bytes; raise "
             "it with d2o.options(fallback_limit=...) to gather them, or use another function"
         )
-    if comm.size > 1:
-        check_gather(comm, f"the operands of {name} (bounded fallback, {total} bytes)")
+    check_gather(comm, f"the operands of {name} (bounded fallback, {total} bytes)")
     rec = _trace.current[0]
-    if rec is not None and comm.size > 1:
+    if rec is not None:
         rec.fallback = name
+    return _local_fallback(func, args, kwargs, inplace, arrays[0])
+
+
+def _local_fallback(func: Callable, args: tuple, kwargs: dict, inplace: bool, like: D2O) -> Any:
+    """``func`` on the operands gathered whole (each rank calls ``get_full_data``)."""
+    arrays = find_arrays((args, kwargs))
     out = kwargs.get("out")
     full = {id(a): a.get_full_data() for a in arrays}
 
@@ -181,7 +189,7 @@ def fallback(name: str, func: Callable, args: tuple, kwargs: dict, inplace: bool
     if isinstance(out, D2O):
         out[...] = full[id(out)]  # numpy wrote into the gathered copy: back into the pieces
         return out
-    return wrap_result(res, arrays[0])
+    return wrap_result(res, like)
 
 
 def wrap_result(res: Any, like: D2O) -> Any:
@@ -191,6 +199,7 @@ def wrap_result(res: Any, like: D2O) -> Any:
 
     if isinstance(res, np.ndarray) and res.ndim:
         return asarray(res, dist=like if res.shape == like.shape else None, comm=like.comm)
-    if type(res) in (tuple, list):
-        return type(res)(wrap_result(r, like) for r in res)
+    if isinstance(res, (tuple, list)):
+        items = [wrap_result(r, like) for r in res]
+        return type(res)(*items) if hasattr(res, "_fields") else type(res)(items)
     return res

@@ -582,6 +582,11 @@ def _build() -> None:
     )
     TABLE["matmul"] = ("linalg", matmul, "stacks of matrices (more than 2-d) take the fallback")
     TABLE["vecdot"] = ("linalg", vecdot, "")
+    from ._einsum import einsum, tensordot
+
+    TABLE["einsum"] = ("linalg", einsum, "`...` and the interleaved form take the fallback")
+    TABLE["tensordot"] = ("linalg", tensordot, "")
+    TABLE["einsum_path"] = ("meta", _meta(np.einsum_path), "")
     TABLE["outer"] = ("linalg", outer, "")
     TABLE["inner"] = ("linalg", inner, "")
     for n in ("result_type can_cast promote_types min_scalar_type common_type mintypecode "

@@ -215,6 +215,22 @@ CASES: dict[str, list] = {
     "matmul": [((A(M), A(M.T)), {})],
     "vecdot": [((A(M), A(M * 2)), {}), ((A(C), A(C)), {}), ((A(M), A(M)), {"axis": 0})],
     "outer": [((A(V), A(V[:4])), {})],
+    "einsum": [
+        (("ij,jk->ik", A(M), A(M.T)), {}),
+        (("ij,ij->i", A(M), A(M * 2)), {}),
+        (("ij->j", A(M)), {}),
+        (("ijk,kl->ijl", A(M3), np.ones((3, 2))), {}),
+        (("i,i", A(V), A(V)), {}),
+        (("ij,j->i", A(M), np.arange(5.0)), {}),
+        (("bij,bjk->bik", A(M3), A(M3.transpose(0, 2, 1))), {}),
+        (("...j,j", A(M), np.ones(5)), {}, "fallback"),
+    ],  # fmt: skip
+    "tensordot": [
+        ((A(M3), A(M3)), {"axes": ([1, 2], [1, 2])}),
+        ((A(M), A(M.T)), {"axes": 1}),
+        ((A(M3), np.ones((3, 4))), {"axes": ([2, 1], [0, 1])}),
+    ],  # fmt: skip
+    "einsum_path": [(("ij,jk->ik", A(M), A(M.T)), {})],
     "inner": [((A(V), A(V)), {})],
     "cov": [((A(M),), {}), ((A(M),), {"rowvar": False, "ddof": 0})],
     "corrcoef": [((A(M),), {})],
@@ -451,3 +467,24 @@ def test_linalg_norm(strategy):
         collective_assert(_same(got, want) is None, f"norm {kw} on {strategy}: {got} vs {want}")
     with pytest.raises(ValueError):
         dnp.linalg.norm(x, ord="bad")
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "not"])
+def test_linalg_qr_and_lstsq_of_tall_matrices(strategy):
+    """TSQR: Q R = A with orthonormal Q and triangular R; lstsq matches numpy's solution,
+    residuals, rank and singular values; nothing is gathered (fallback limit 0)."""
+    r = np.random.default_rng(0)
+    a, b, bb = r.standard_normal((23, 4)), r.standard_normal(23), r.standard_normal((23, 2))
+    x = _dist(a, strategy)
+    with d2o.options(fallback_limit=0 if strategy != "not" else 1 << 20):
+        q, rr = dnp.linalg.qr(x)
+        Q, R = q.get_full_data(), rr.get_full_data()
+        ok = (
+            np.allclose(Q @ R, a) and np.allclose(Q.T @ Q, np.eye(4)) and np.allclose(np.triu(R), R)
+        )
+        collective_assert(ok, f"qr on {strategy}")
+        for rhs in (b, bb):
+            got = dnp.linalg.lstsq(x, _dist(rhs, strategy))
+            want = np.linalg.lstsq(a, rhs)
+            for g, w in zip(got, want):
+                collective_assert(_same(g, w) is None, f"lstsq on {strategy}: {_same(g, w)}")

@@ -1,14 +1,14 @@
 """``d2o.numpy.linalg``: the linear algebra of distributed arrays.
 
 ``norm`` (every ``ord`` and ``axis`` numpy supports: reductions of the pieces),
-``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; every
-other function takes the bounded fallback (its operands gathered up to the
-``fallback_limit`` option, NotImplementedError above it) until it has a distributed
-algorithm (TSQR ``qr``/``lstsq`` are next).
+``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and ``lstsq`` of tall matrices split along their rows (TSQR); every other
+function takes the bounded fallback (its operands gathered up to the ``fallback_limit``
+option, NotImplementedError above it) until it has a distributed algorithm.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple as _namedtuple
 from typing import Any
 
 import numpy as _np
@@ -16,6 +16,8 @@ import numpy as _np
 from .._axislocal import fallback as _fallback
 from .._axislocal import find_arrays as _find_arrays
 from .._d2o import distributed_data_object as _D2O
+
+QRResult = _namedtuple("QRResult", "Q R")
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
@@ -115,7 +117,7 @@ def _fallback_for(name: str):
 
 def _install() -> list:
     g = globals()
-    names = ["norm"]
+    names = ["norm", "qr", "lstsq"]
     for n in dir(_np.linalg):
         if n.startswith("_") or n in g:
             continue
@@ -128,5 +130,77 @@ def _install() -> list:
     return names
 
 
+def _tall(a: Any) -> bool:
+    """A distributed 2-d array split along its rows (the TSQR case)."""
+    if not isinstance(a, _D2O) or a.ndim != 2:
+        return False
+    d = a.distributor
+    return not d.replicated and d.axis == 0 and d.comm.size > 1
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """numpy's ``linalg.qr``; for a tall matrix split along its rows, TSQR: a local QR of
+    every piece, the small R factors gathered (n x n per rank), one QR of their stack on
+    every rank, and Q's piece as the local Q times its block.  R is replicated, Q keeps
+    the row layout.  Column signs may differ from numpy's (LAPACK fixes none either)."""
+    if mode not in ("reduced", "r", "complete", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    if not _tall(a) or mode not in ("reduced", "r"):
+        return _fallback("linalg.qr", _np.linalg.qr, (a,), {"mode": mode})
+    from .._creation import asarray
+    from .._errors import agreed
+
+    d = a.distributor
+    comm = d.comm
+    x = a if a.dtype.kind in "fc" else a.astype(float)
+    with agreed(comm):
+        q1, r1 = _np.linalg.qr(x.data, mode="reduced")
+    rs = comm.allgather(r1)
+    q2, r = _np.linalg.qr(_np.vstack(rs), mode="reduced")
+    rr = asarray(r, dist=False, comm=comm)
+    if mode == "r":
+        return rr
+    off = sum(m.shape[0] for m in rs[: comm.rank])
+    piece = q1 @ q2[off : off + r1.shape[0]]
+    q = _D2O._from_local(piece, d.slabs_like((a.shape[0], piece.shape[1]), 0))
+    return QRResult(q, rr)
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
+    """numpy's ``linalg.lstsq``; for a tall full-rank matrix split along its rows, through
+    TSQR: x solves R x = Q^H b (one sum of n numbers per column), the singular values are
+    R's; residuals are sums of squares of ``b - a @ x``.  Rank-deficient or wide systems
+    take the bounded fallback."""
+    if not _tall(a) or a.shape[0] < a.shape[1] or _np.ndim(b) > 2:
+        return _fallback("linalg.lstsq", _np.linalg.lstsq, (a, b), {"rcond": rcond})
+    from .._align import align
+    from .._creation import asarray
+    from .._errors import agreed
+
+    d = a.distributor
+    comm = d.comm
+    m, n = a.shape
+    q, r = qr(a)
+    rl = r.get_local_data(copy=False)
+    s = _np.linalg.svd(rl, compute_uv=False)
+    tol = (_np.finfo(s.dtype).eps * max(m, n) if rcond is None else rcond) * (s[0] if s.size else 0)
+    rank = int((s > tol).sum())
+    if rank < n:
+        return _fallback("linalg.lstsq", _np.linalg.lstsq, (a, b), {"rcond": rcond})
+    bl = align(b, q.distributor if _np.ndim(b) == 2 else d.slabs_like((m,), 0))
+    with agreed(comm):
+        qtb = q.get_local_data(copy=False).conj().T @ bl
+    qtb = comm.Allreduce(_np.ascontiguousarray(qtb), "sum")
+    x = _np.linalg.solve(rl, qtb)
+    xd = asarray(x, dist=False, comm=comm)
+    if m > n:
+        resid_piece = bl - a.get_local_data(copy=False) @ x
+        res = comm.Allreduce(_np.atleast_1d((abs(resid_piece) ** 2).sum(axis=0)), "sum")
+        res = res.astype(s.dtype)
+    else:
+        res = _np.empty(0, dtype=s.dtype)
+    return xd, asarray(res, dist=False, comm=comm), rank, s
+
+
 _FUNCTIONS = _install()
-__all__ = list(_FUNCTIONS)
+__all__ = [*_FUNCTIONS, "QRResult"]
