@@ -265,9 +265,13 @@ def main() -> None:
         return
     if comm.rank == 0:
         print(f"# {comm.size} process(es): measuring {', '.join(names)}", flush=True)
+        load = os.getloadavg()[0]
     results = measure(names)
     if comm.rank == 0:
         print_one(results, comm.size)
+        # this run keeps about comm.size cores busy; more load is someone else's
+        after = os.getloadavg()[0]
+        print(f"\n1-minute load average: {load:.2f} before, {after:.2f} after ({_cores()} cores)")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f)

@@ -258,7 +258,20 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, dist=None, device=None, like=
     """numpy's ``eye``; each rank sets the ones of its piece."""
     M = N if M is None else M
     d = distributor_for(dist, (N, M), dtype)
-    return fill(d, dtype, lambda i, j: (j - i) == k)
+    piece = np.zeros(d.local_shape, dtype=dtype)
+    box = d.region(d.comm.rank)
+    rows, cols = _indices(box[0]), _indices(box[1])
+    # the ones of this piece: rows i whose column i + k it holds (positions by searchsorted,
+    # the global indices of a piece ascend)
+    want = rows + k
+    at = np.searchsorted(cols, want)
+    ok = (
+        (at < cols.size) & (cols[np.minimum(at, max(cols.size - 1, 0))] == want)
+        if cols.size
+        else at < 0
+    )
+    piece[np.nonzero(ok)[0], at[ok]] = 1
+    return _from_local(piece, d)
 
 
 def identity(n, dtype=None, *, dist=None, like=None):

@@ -232,7 +232,8 @@ def _bluestein(
     )
     if scale != 1.0:
         out *= scale
-    return out, target
+    # computed in double precision (the chirps are complex128); numpy keeps single
+    return out.astype(np.result_type(data.dtype, np.complex64), copy=False), target
 
 
 def _dft0(

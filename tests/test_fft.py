@@ -134,3 +134,16 @@ def test_1d_fft_memory_is_bounded():
     if lo <= 3 < hi:
         expected[3 - lo] = n
     collective_assert(np.allclose(y.local_array, expected, atol=1e-6), "wrong spectrum")
+
+
+@pytest.mark.parametrize("n", [1, 7, 6])
+def test_single_precision_is_kept(n):
+    """numpy keeps complex64/float32 precision; so does every distributed path (the
+    chirp-z one for prime lengths computes in double, then casts back)."""
+    a = (np.arange(n) + 1j).astype(np.complex64)
+    x = D2O(a)
+    for fn in (dfft.fft, dfft.ifft):
+        got = fn(x)
+        want = getattr(np.fft, fn.__name__)(a)
+        assert got.dtype == want.dtype == np.complex64
+        assert_equal_to_numpy(got, want, rtol=1e-5, atol=1e-5)
