@@ -1014,8 +1014,11 @@ def matmul(a, b, /, out=None, **kw):
 
 def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
     """numpy's ``vecdot``: ``sum(conj(x1) * x2, axis)`` (element-wise, then a reduction)."""
+    n1, n2 = np.ndim(x1), np.ndim(x2)
+    if not n1 or not n2 or np.shape(x1)[axis % n1] != np.shape(x2)[axis % n2]:
+        raise ValueError("vecdot: the contracted axes must have the same length")
     prod = elementwise(lambda p, q: np.conj(p) * q, [x1, x2])
-    return _finish(prod.sum(axis=axis), out)
+    return _finish(prod.sum(axis=axis, dtype=prod.dtype), out)  # numpy keeps the dtype
 
 
 def _rollaxis_order(n: int, axis: int, start: int) -> list:

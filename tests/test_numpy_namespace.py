@@ -213,7 +213,12 @@ CASES: dict[str, list] = {
     "dot": [((A(M), A(M.T)), {}), ((A(V), A(V)), {})],
     "vdot": [((A(C), A(C)), {})],
     "matmul": [((A(M), A(M.T)), {})],
-    "vecdot": [((A(M), A(M * 2)), {}), ((A(C), A(C)), {}), ((A(M), A(M)), {"axis": 0})],
+    "vecdot": [
+        ((A(M), A(M * 2)), {}),
+        ((A(C), A(C)), {}),
+        ((A(M), A(M)), {"axis": 0}),
+        ((A(MI.astype(np.uint8)), A(MI.astype(np.uint8))), {}),
+    ],  # fmt: skip
     "outer": [((A(V), A(V[:4])), {})],
     "einsum": [
         (("ij,jk->ik", A(M), A(M.T)), {}),
