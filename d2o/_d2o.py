@@ -900,6 +900,59 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         """Collective: numpy's ``median``, never gathering the array."""
         return _original.median(self, axis, out, keepdims=keepdims)
 
+    # -- numpy's other ndarray methods: d2o.numpy's functions (its dispatch table) --------
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:  # noqa: A002
+        """numpy's ``clip`` (element-wise, local)."""
+        return _table("clip")(self, min, max, out=out)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        """numpy's ``round`` (element-wise, local)."""
+        return _table("round")(self, decimals=decimals, out=out)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        """numpy's in-place ``sort`` along an axis (axis-local; see d2o.numpy.sort)."""
+        self[...] = _table("sort")(self, axis=axis, kind=kind, order=order)
+
+    def argsort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
+                stable: Any = None) -> Any:  # fmt: skip
+        """numpy's ``argsort`` along an axis (axis-local; see d2o.numpy.argsort)."""
+        return _table("argsort")(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def squeeze(self, axis: Any = None) -> distributed_data_object:
+        """numpy's ``squeeze``: a view."""
+        return _table("squeeze")(self, axis=axis)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """numpy's ``diagonal`` (a copy; local for 2-d slabs)."""
+        return _table("diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: Any = None) -> Any:  # fmt: skip
+        """numpy's ``trace``: the diagonal's sum."""
+        return _table("trace")(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
+
+    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+        """numpy's ``take`` (distributed fancy indexing)."""
+        return _table("take")(self, indices, axis=axis, out=out, mode=mode)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """numpy's ``repeat`` along an axis (axis-local)."""
+        return _table("repeat")(self, repeats, axis=axis)
+
+    def fill(self, value: Any) -> None:
+        """numpy's ``fill``: every rank fills its piece; local."""
+        self.data[...] = value
+
+    def item(self, *args: Any) -> Any:
+        """numpy's ``item``: one element as a Python scalar (a broadcast from its owner)."""
+        v = self._element("item") if not args else self[args if len(args) > 1 else args[0]]
+        return np.asarray(v).item()
+
+    def tolist(self) -> Any:
+        """numpy's ``tolist``: an explicit gather of the whole array."""
+        return self.get_full_data().tolist()
+
     def equal(self, other: Any) -> bool:
         """Collective: True when ``other`` has this shape and equal elements (original D2O)."""
         return _original.equal(self, other)
@@ -1010,6 +1063,13 @@ class _Flags(NamedTuple):
 
 
 d2o_librarian.cls = distributed_data_object
+
+
+def _table(name: str) -> Any:
+    """d2o.numpy's implementation of ``name`` (its dispatch table, imported on first use)."""
+    from ._numpy_table import implementation
+
+    return implementation(name)[1]
 
 
 def _as_shape(shape: Any) -> tuple:

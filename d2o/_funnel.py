@@ -119,7 +119,7 @@ _MUTATING = {
     "__setitem__", "set_data", "set_full_data", "flatten", "__iadd__", "__isub__", "__imul__",
     "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
     "__ilshift__", "__irshift__", "__imatmul__", "numpy.copyto", "numpy.putmask", "numpy.place",
-    "numpy.put", "numpy.fill_diagonal", "numpy.put_along_axis",
+    "numpy.put", "numpy.fill_diagonal", "numpy.put_along_axis", "sort", "fill",
 }  # fmt: skip
 #: True once a 0-d view (`HeldScalar`) was made: every operation is then wrapped, and
 #: those with a 0-d view operand run on its replicated copy.
@@ -229,7 +229,7 @@ def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: boo
 # -- checked arguments ----------------------------------------------------------------
 
 #: Operations that never communicate: their arguments may differ between ranks.
-_LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate"}
+_LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate", "fill"}
 #: Per-rank arguments of collective operations (not compared across ranks).
 _LOCAL_ARGS: dict = {
     "distributed_data_object": lambda kw: {"local_data", "local_shape"},

@@ -599,3 +599,40 @@ def test_out_follows_numpy_rules():
 def _(kw):
     x = D(A)
     assert x.to_device("cpu", **kw) is x
+
+
+# -- numpy's other ndarray methods (d2o.numpy's functions) ------------------------------------
+
+
+@case("clip", min=-1.0, max=2.0, out=None)
+@case("round", decimals=1, out=None)
+@case("squeeze", axis=None)
+@case("diagonal", offset=1, axis1=0, axis2=1)
+@case("trace", offset=-1, axis1=0, axis2=1, dtype=np.float32, out=None)
+@case("repeat", repeats=2, axis=1)
+@case("take", indices=[0, 2], axis=1, out=None, mode="raise")
+@case("argsort", axis=0, kind="stable", order=None, stable=True)
+def _methods(kw):
+    a = A / 3
+    for name, k in (("clip", {"min": -1.0, "max": 2.0, "out": None}),
+                    ("round", {"decimals": 1, "out": None}), ("squeeze", {"axis": None}),
+                    ("diagonal", {"offset": 1, "axis1": 0, "axis2": 1}),
+                    ("trace", {"offset": -1, "axis1": 0, "axis2": 1, "dtype": np.float32}),
+                    ("repeat", {"repeats": 2, "axis": 1}),
+                    ("take", {"indices": [0, 2], "axis": 1, "mode": "raise"}),
+                    ("argsort", {"axis": 0, "kind": "stable", "stable": True})):  # fmt: skip
+        for x in each_layout(a):
+            assert_equal_to_numpy(getattr(x, name)(**k), getattr(a, name)(**k), rtol=1e-6)
+
+
+@case("sort", axis=1, kind=None, order=None)
+@case("fill", value=2.5)
+def _in_place(kw):
+    for x in each_layout(A):
+        y, b = x.copy(), A.copy()
+        y.sort(axis=0, kind=None, order=None)
+        b.sort(axis=0)
+        assert_equal_to_numpy(y, b)
+        y.fill(value=2.5)
+        assert_equal_to_numpy(y, np.full(A.shape, 2.5))
+        assert x.item(0, 1) == A.item(0, 1) and x.tolist() == A.tolist()
