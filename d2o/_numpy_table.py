@@ -25,7 +25,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from . import _creation, _joining
-from ._axislocal import axis_local, elementwise, fallback, find_arrays
+from ._axislocal import axis_local, elementwise, fallback
 from ._d2o import distributed_data_object as D2O
 from ._errors import agreed
 from ._special import HANDLED
@@ -58,9 +58,11 @@ def _sig(f: Callable) -> inspect.Signature:
     return inspect.signature(f)
 
 
-def _first_d2o(values: Any) -> D2O | None:
-    found = find_arrays(values)
-    return found[0] if found else None
+def _agreed_axes(x: D2O, axis: Any, allow_duplicate: bool = False) -> tuple:
+    """``x``'s axes ``axis`` normalized; an error on any rank raised on every rank (one
+    one-byte allreduce) before anything moves."""
+    with agreed(x.distributor.comm):
+        return normalize_axis_tuple(axis, x.ndim, allow_duplicate=allow_duplicate)
 
 
 def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
@@ -117,7 +119,7 @@ def _axis(np_func: Callable, name: str, drop: bool = False, axis_param: str = "a
             return fallback(name, np_func, b.args, b.kwargs)
         if axis is inspect.Parameter.empty:
             raise TypeError(f"{name}() missing required argument {axis_param!r}")
-        core = normalize_axis_tuple(axis, x.ndim)
+        core = _agreed_axes(x, axis)
         keepdims = bool(b.arguments.get("keepdims", False))
 
         def f(piece: np.ndarray) -> Any:
@@ -343,13 +345,13 @@ def roll(a, shift, axis=None):
     """numpy's ``roll`` along given axes (axis-local); ``axis=None`` takes the fallback."""
     if axis is None or not isinstance(a, D2O):
         return fallback("roll", np.roll, (a, shift), {"axis": axis})
-    core = normalize_axis_tuple(axis, a.ndim, allow_duplicate=True)
+    core = _agreed_axes(a, axis, allow_duplicate=True)
     return axis_local("roll", lambda p: np.roll(p, shift, axis=axis), a, core)
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """numpy's ``apply_along_axis`` (axis-local: rows of the other axes stay in place)."""
-    ax = normalize_axis_index(operator.index(axis), arr.ndim)
+    (ax,) = _agreed_axes(arr, operator.index(axis))
 
     def out_axis(a: int, res_ndim: int) -> int:
         return a if a < ax else a + res_ndim - arr.ndim
@@ -361,7 +363,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 def gradient(f, *varargs, axis=None, edge_order=1):
     """numpy's ``gradient`` with scalar spacings: one axis-local call per axis."""
-    axes = tuple(range(f.ndim)) if axis is None else normalize_axis_tuple(axis, f.ndim)
+    axes = tuple(range(f.ndim)) if axis is None else _agreed_axes(f, axis)
     if len(varargs) == 0:
         spacing = [1.0] * len(axes)
     elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
@@ -380,7 +382,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """numpy's ``diagonal`` (a copy here): 2-d slabs take the diagonal of their rows or
     columns locally; other arrays act axis-locally over the two axes."""
-    a1, a2 = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
+    a1, a2 = _agreed_axes(a, (axis1, axis2), allow_duplicate=True)
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
     from ._layout import as_slab
@@ -438,7 +440,7 @@ def take_along_axis(arr, indices, axis=-1):
     from ._redistribution import redistribute
 
     arr = as_slab(arr)
-    ax = normalize_axis_index(axis, arr.ndim)
+    (ax,) = _agreed_axes(arr, axis)
     idx = indices if isinstance(indices, D2O) else _creation.asarray(indices, dist=False)
     if idx.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
@@ -804,25 +806,15 @@ def vander(x, N=None, increasing=False):
     """numpy's ``vander``: rows stay with the ranks holding ``x``'s elements."""
     n = x.shape[0] if N is None else N
     powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
-    return (
-        elementwise(lambda p: p[:, None] ** powers, [x[:, None]]) if False else _vander(x, powers)
-    )
-
-
-def _vander(x: D2O, powers: np.ndarray) -> D2O:
     from ._distributors import get_distributor
+    from ._layout import as_slab
 
+    x = as_slab(x)
     d = x.distributor
     shape = (x.shape[0], powers.size)
-    target = (
-        d.slabs_like(shape, 0)
-        if not d.replicated and d.axis == 0
-        else get_distributor("not", shape, d.comm)
-    )
+    target = get_distributor("not", shape, d.comm) if d.replicated else d.slabs_like(shape, 0)
     with agreed(d.comm):
-        piece = np.asarray(x.data)[:, None] ** powers if target.replicated is d.replicated else None
-    if piece is None:
-        return fallback("vander", np.vander, (x,), {"N": powers.size})
+        piece = np.asarray(x.data)[:, None] ** powers
     return D2O._from_local(piece.astype(np.result_type(x.dtype, powers.dtype)), target)
 
 
@@ -857,7 +849,7 @@ def repeat(a, repeats, axis=None):
     flattened array along its only axis (the fallback)."""
     if axis is None or np.ndim(repeats) or not isinstance(a, D2O):
         return fallback("repeat", np.repeat, (a, repeats), {"axis": axis})
-    ax = normalize_axis_index(axis, a.ndim)
+    (ax,) = _agreed_axes(a, axis)
     return axis_local("repeat", lambda p: np.repeat(p, repeats, axis=ax), a, (ax,))
 
 
@@ -872,7 +864,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """numpy's ``trapezoid``: two shifted views added (neighbours move once) and summed."""
-    ax = normalize_axis_index(axis, y.ndim)
+    (ax,) = _agreed_axes(y, axis)
     hi = (slice(None),) * ax + (slice(1, None),)
     lo = (slice(None),) * ax + (slice(None, -1),)
     if x is None:

@@ -493,3 +493,46 @@ def test_linalg_qr_and_lstsq_of_tall_matrices(strategy):
             want = np.linalg.lstsq(a, rhs)
             for g, w in zip(got, want):
                 collective_assert(_same(g, w) is None, f"lstsq on {strategy}: {_same(g, w)}")
+
+
+def test_bad_axis_on_one_rank_raises_everywhere():
+    """An axis wrong on one rank only: every rank raises numpy's AxisError before anything
+    moves (the agreement path, without the checked mode), and nothing is written."""
+    from d2o import default_comm
+
+    comm = default_comm()
+    x = _dist(M, "equal")
+    before = x.get_local_data()
+    bad = 5 if comm.rank == 0 else 0
+    calls = [
+        lambda: dnp.sort(x, axis=bad),
+        lambda: dnp.diff(x, axis=bad),
+        lambda: dnp.roll(x, 1, axis=bad),
+        lambda: dnp.repeat(x, 2, axis=bad),
+        lambda: dnp.apply_along_axis(np.sum, bad, x),
+        lambda: dnp.percentile(x, 50, axis=bad),
+    ]
+    for call in calls:
+        with d2o.options(check_args=False):
+            try:
+                call()
+                got = None
+            except Exception as exc:
+                got = exc
+        collective_assert(isinstance(got, np.exceptions.AxisError), f"rank {comm.rank}: {got!r}")
+    collective_assert(np.array_equal(x.get_local_data(), before))
+
+
+def test_what_axis_local_and_joining_functions_move():
+    """Along whole axes nothing but one-byte agreements moves; along the split axis the
+    data moves there and back once (the trace's bytes)."""
+    x = _dist(M, "equal")
+    with d2o.options(check_args=False), d2o.trace() as t:
+        dnp.sort(x, axis=1)
+        dnp.concatenate([x, x], axis=1)  # inputs cut alike: local
+    collective_assert(all(c[2] <= 1 for c in t.calls), f"local work moved data: {t.calls}")
+    with d2o.options(check_args=False), d2o.trace() as t:
+        got = dnp.sort(x, axis=0)
+    collective_assert(_same(got, np.sort(M, axis=0)) is None)
+    sent = sum(c[2] for c in t.calls)
+    collective_assert(sent <= 2 * M.nbytes, f"sort along the split axis sent {sent} bytes")
