@@ -956,8 +956,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 def corrcoef(x, y=None, rowvar=True, bias=None, ddof=None, *, dtype=None):
     """numpy's ``corrcoef`` from `cov`."""
     c = cov(x, y, rowvar, dtype=dtype)
+    # only the diagonal (one number per variable) is gathered, never the matrix
     dgl = (
-        np.sqrt(np.real(c.get_full_data().diagonal()))
+        np.sqrt(np.real(diagonal(c).get_full_data()))
         if isinstance(c, D2O)
         else np.sqrt(np.diag(c).real)
     )
