@@ -43,11 +43,14 @@ KINDS = {
     "linalg": "linear algebra (local products, one reduction)",
     "meta": "no array data (dtypes, shapes, settings: numpy's own)",
     "index": "indexing (owners send what is asked for)",
+    "sort": "sort machinery (distributed sort or selection: one all-to-all, no gather)",
+    "composed": "composed of distributed building blocks (views, element-wise, joins)",
     "fallback": "bounded fallback (gathers operands up to the fallback limit)",
 }
 #: The classes that count as a distributed algorithm in the coverage table.
 DISTRIBUTED = {
     "ufunc", "local", "reduce", "axis", "view", "join", "create", "linalg", "meta", "index",
+    "sort", "composed",
 }  # fmt: skip
 
 #: name -> (kind, implementation or None for numpy's own / the fallback, note)
@@ -885,7 +888,19 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 def _edges(a: D2O, bins: Any, range: Any, weights: Any) -> Any:
     if isinstance(bins, str):
-        return None
+        # numpy's own rule for named estimators, fed the distributed array: its min, max,
+        # std and percentiles are d2o's reductions and selections (no gather)
+        try:
+            from numpy.lib._histograms_impl import _get_bin_edges
+        except ImportError:  # pragma: no cover - another numpy's layout
+            return None
+        with agreed(a.distributor.comm):
+            if bins not in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"):
+                raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
+            if weights is not None:
+                raise TypeError("Automated estimation of the number of bins is not supported "
+                                "for weighted data")  # fmt: skip
+        return _get_bin_edges(a.ravel(), bins, range, None)[0]
     if np.ndim(bins) == 1:
         return np.asarray(bins)
     if range is None:
@@ -1095,5 +1110,37 @@ def implementation(name: str) -> tuple[str, Callable]:
     return kind, impl
 
 
+def _sorting() -> None:
+    """The functions of the sort machinery (`d2o._sorted`): where the sorted axis is whole
+    on every rank they keep the axis-local entries built above."""
+    from . import _sorted
+
+    TABLE["sort"] = ("sort", _descending(_sorted.sorter(_axis(np.sort, "sort"), "sort", False),
+                                         False), "")  # fmt: skip
+    TABLE["argsort"] = ("sort", _descending(_sorted.sorter(_axis(np.argsort, "argsort"),
+                                                           "argsort", True), True), "")  # fmt: skip
+    for n, idx in (("partition", False), ("argpartition", True)):
+        TABLE[n] = ("sort", _sorted.partitioner(_axis(getattr(np, n), n), n, idx), "")
+    for n in ("median percentile quantile nanmedian nanpercentile nanquantile").split():
+        TABLE[n] = ("sort", _sorted.quantiler(TABLE[n][1], n), "")
+    for f in (_sorted.lexsort, _sorted.searchsorted, _sorted.isin, _sorted.unique,
+              _sorted.unique_values, _sorted.unique_counts, _sorted.unique_inverse,
+              _sorted.unique_all, _sorted.union1d, _sorted.intersect1d, _sorted.setdiff1d,
+              _sorted.setxor1d):  # fmt: skip
+        TABLE[f.__name__] = ("sort", f, "")
+    if hasattr(np, "in1d"):
+        TABLE["in1d"] = ("sort", _sorted.in1d, "deprecated alias")
+    TABLE["lexsort"] = ("sort", _sorted.lexsort, "keys of more than one dimension: fallback")
+    from . import _composed
+
+    TABLE["diff"] = ("axis", _composed.diff_along(TABLE["diff"][1]), "")
+    for f in (_composed.ediff1d, _composed.convolve, _composed.correlate, _composed.kron,
+              _composed.tile, _composed.resize, _composed.trim_zeros, _composed.histogramdd,
+              _composed.histogram2d):  # fmt: skip
+        TABLE[f.__name__] = ("composed", f, "")
+    TABLE["unique"] = ("sort", _sorted.unique, "axis given: fallback")
+
+
 _build()
 _more()
+_sorting()

@@ -20,6 +20,7 @@ from ._d2o import distributed_data_object as D2O
 from ._distributors import _normalize_axis, get_distributor
 from ._errors import agreed
 from ._redistribution import redistribute
+from ._sort import order_statistics
 
 __all__ = ["median"]
 
@@ -92,57 +93,6 @@ def nan_to_num(self: D2O, copy: bool = True, nan: float = 0.0, posinf=None, negi
 # -- median: a distributed radix selection --------------------------------------------
 
 
-def _keys(data: np.ndarray) -> np.ndarray:
-    """Order-preserving unsigned 64-bit keys of real values (NaN excluded by the caller)."""
-    if data.dtype.kind == "f":
-        bits = data.astype(np.float64).view(np.int64)
-        return (bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.uint64) ^ np.uint64(
-            1 << 63
-        )
-    if data.dtype.kind == "u":
-        return data.astype(np.uint64)
-    return data.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
-
-
-def _value(key: int, kind: str) -> float:
-    k = np.uint64(key) ^ np.uint64(1 << 63)
-    if kind == "f":
-        bits = np.array([k], dtype=np.uint64).view(np.int64)
-        bits = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
-        return float(bits.view(np.float64)[0])
-    if kind == "u":
-        return float(np.uint64(key))
-    return float(np.array([k], dtype=np.uint64).view(np.int64)[0])
-
-
-def _select(keys: np.ndarray, k: int, comm) -> tuple:
-    """Collective: the k-th smallest (0-based) of the keys of all ranks.
-
-    ``keys`` is ``(n,)`` or ``(n, words)`` of uint64, compared lexicographically
-    by word.  Eight passes per word over its bytes, most significant first; each
-    pass counts the candidates per byte value (one Allreduce of 256 counts).
-    Returns the selected key as a tuple of words.
-    """
-    cand = keys[:, None] if keys.ndim == 1 else keys
-    words = []
-    for w in range(cand.shape[1]):
-        prefix = np.uint64(0)
-        mask = np.uint64(0)
-        for shift in range(56, -8, -8):
-            s = np.uint64(shift)
-            col = cand[:, w]
-            counts = np.bincount(((col >> s) & np.uint64(0xFF)).astype(np.intp), minlength=256)
-            total = comm.Allreduce(counts.astype(np.int64), "sum")
-            cum = np.cumsum(total)
-            byte = int(np.searchsorted(cum, k, side="right"))
-            k -= int(cum[byte - 1]) if byte else 0
-            prefix |= np.uint64(byte) << s
-            mask |= np.uint64(0xFF) << s
-            cand = cand[(cand[:, w] & mask) == prefix]
-        words.append(int(prefix))
-    return tuple(words)
-
-
 def _median_all(obj: D2O) -> Any:
     """Collective: the median of every element, without gathering.
 
@@ -161,41 +111,18 @@ def _median_all(obj: D2O) -> Any:
         return rdt.type(np.nan)
     if d.replicated or comm.size == 1:
         return rdt.type(np.median(data))
-    if kind == "c":
-        z = data.astype(np.complex128)
-        re = np.where(np.isnan(z.real), np.nan, z.real)  # one NaN bit pattern: it sorts last
-        im = np.where(np.isnan(z.imag), np.nan, z.imag)
-        has_nan = bool(np.isnan(obj).any())
-        words = [_keys(re), _keys(im)]
-        if has_nan:  # numpy puts R+nanj, then nan+Rj, then nan+nanj after every number
-            cls = np.isnan(re).astype(np.uint64) * np.uint64(2) + np.isnan(im).astype(np.uint64)
-            words.insert(0, cls)
-        keys = np.stack(words, axis=1)
-        ks = [n - 1] if has_nan else sorted({(n - 1) // 2, n // 2})
-        vals = []
-        for k in ks:
-            wr, wi = _select(keys, k, comm)[-2:]
-            vals.append(complex(_value(wr, "f"), _value(wi, "f")))
-        if len(vals) == 1:
-            return rdt.type(vals[0])
-        return rdt.type(np.mean(np.array(vals, dtype=rdt)))
-    if kind == "f" and bool(np.isnan(obj).any()):
-        return rdt.type(np.nan)
-    keys = _keys(data if kind != "b" else data.astype(np.int64))
-    (lo,) = _select(keys, (n - 1) // 2, comm)
-    (hi,) = (lo,) if n % 2 else _select(keys, n // 2, comm)
-    vk = "u" if kind == "u" else ("f" if kind == "f" else "i")
-    a, b = _value(lo, vk), _value(hi, vk)
-    return rdt.type(np.mean(np.array([a, b], dtype=np.float64)) if a != b else a)
+    ks = [n - 1] if kind in "fc" and bool(np.isnan(obj).any()) else sorted({(n - 1) // 2, n // 2})
+    vals = np.array(order_statistics(data, ks, comm, n), dtype=obj.dtype)
+    return rdt.type(vals[0] if len(vals) == 1 else np.mean(vals))
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:  # fmt: skip
     """Collective: numpy's ``median``, never gathering the array.
 
-    ``axis=None``: a distributed radix selection of the middle element(s)
-    (sixteen Allreduces of 256 counts for an even count; eight for odd), a
-    numpy scalar identical on every rank.  Along an axis that is whole on every
+    ``axis=None``: the radix selection of the middle element(s)
+    (`d2o._sort.order_statistics`, a few Allreduces of counts), a numpy scalar
+    identical on every rank.  Along an axis that is whole on every
     rank: numpy on the local piece.  Along the split axis: one redistribution
     so that the axis is whole, then numpy (the result keeps a split axis).
     Complex values order as numpy sorts them.  ``out`` (a distributed array)

@@ -63,21 +63,12 @@ def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     return _from_local(total, get_distributor("not", total.shape, d.comm))
 
 
-def unique(x: D2O) -> D2O:
-    """Collective: the sorted unique values (numpy's ``unique`` without options).
+def unique(x: D2O, *args: Any, **kwargs: Any) -> Any:
+    """Collective: numpy's ``unique`` through the distributed sort (`d2o._sorted.unique`):
+    the sorted unique values, distributed as the runs start; no gather."""
+    from ._sorted import unique as sorted_unique
 
-    Each rank reduces its piece to its unique values first; only those are
-    exchanged (an allgatherv), so the exchange is bounded by the number of
-    distinct values.  The result is replicated ('not').
-    """
-    d = x.distributor
-    local = np.unique(x.data)
-    if d.replicated or d.comm.size == 1:
-        return _from_local(local, get_distributor("not", local.shape, d.comm))
-    counts = d.comm.allgather(int(local.size))
-    allv = d.comm.Allgatherv(local, counts)
-    res = np.unique(allv)
-    return _from_local(res, get_distributor("not", res.shape, d.comm))
+    return sorted_unique(x, *args, **kwargs)
 
 
 def nonzero(x: D2O) -> tuple:
