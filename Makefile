@@ -14,7 +14,7 @@ PYTEST_OPTS ?= -x -q -p no:cacheprovider --timeout=150
 DEMO ?= examples/wiener_filter.py
 DEMO_NPROCS ?= 2
 
-LINT_PATHS := d2o tests examples benchmarks tools
+LINT_PATHS := d2o tests examples benchmarks tools docs/conf.py docs/_scripts
 
 # Where ranks > 0 write their output (read by tests/_mpi_runner.py).
 export D2O_MPI_LOGDIR ?= $(CURDIR)/.mpi-logs
@@ -26,7 +26,7 @@ export MKL_NUM_THREADS := 1
 # A failed pip install removes .venv/bin/python, so the next make retries it.
 .DELETE_ON_ERROR:
 
-.PHONY: venv lint format test test-serial test-mpi demo bench clean
+.PHONY: venv lint format test test-serial test-docs test-mpi test-wheel docs demo bench clean
 
 venv: $(BIN)/python
 
@@ -36,11 +36,20 @@ $(BIN)/python: pyproject.toml
 	$(BIN)/pip install -q -e ".[mpi,test]"
 	@touch $@
 
+# The docs extras (Sphinx, numpydoc, MyST), installed into the same venv on first `make docs`
+# and again whenever the venv is refreshed.
+DOCS_STAMP := $(VENV)/.docs-extras
+
+$(DOCS_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e ".[docs]"
+	@touch $@
+
 # Directories that may not exist yet are skipped so lint works on a partial tree.
 lint: venv
-	@echo "==> lint: ruff check + ruff format --check"
+	@echo "==> lint: ruff check + ruff format --check + mypy"
 	$(BIN)/ruff check $(wildcard $(LINT_PATHS))
 	$(BIN)/ruff format --check $(wildcard $(LINT_PATHS))
+	$(BIN)/mypy
 
 format: venv
 	$(BIN)/ruff format $(wildcard $(LINT_PATHS))
@@ -49,12 +58,30 @@ format: venv
 test: venv
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-serial
+	@$(MAKE) --no-print-directory test-docs
+	@$(MAKE) --no-print-directory docs
 	@$(MAKE) --no-print-directory test-mpi
+	@$(MAKE) --no-print-directory test-wheel
 	@echo "==> all test stages passed"
 
 test-serial: venv
 	@echo "==> tests without MPI (D2O_MPI=0)"
 	D2O_MPI=0 timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python -m pytest $(PYTEST_OPTS) $(TESTS)
+
+# The docstrings' and the docs pages' examples, without MPI and under mpiexec -n 2 (they are
+# written to print the same on any number of processes; not in checked mode, whose extra
+# argument check shows in the trace examples), and the paper listings' outputs that the docs
+# show (docs/_listings, recorded under mpiexec; the docs build itself never runs MPI).
+DOCTESTS := --doctest-modules --doctest-glob='*.md' d2o $(wildcard docs/*.md)
+
+test-docs: venv
+	@echo "==> doctests without MPI (D2O_MPI=0)"
+	D2O_MPI=0 timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python -m pytest $(PYTEST_OPTS) $(DOCTESTS)
+	@echo "==> doctests under mpiexec -n 2"
+	timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) -n 2 $(BIN)/python -m mpi4py tests/_mpi_runner.py \
+	  $(PYTEST_OPTS) --timeout-method=thread $(DOCTESTS)
+	@echo "==> the paper listings' outputs shown in the docs"
+	timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python docs/_scripts/listings.py --check
 
 # The MPI stages run in d2o's checked mode: global arguments are compared across ranks.
 test-mpi: venv
@@ -70,6 +97,34 @@ test-mpi: venv
 	         echo "==> FAILED under mpiexec -n $$n (exit $$rc)"; exit $$rc; }; \
 	done
 
+# The release round trip: build the sdist and, from it, the wheel; twine-check both; install
+# the wheel with its `mpi` extra (numpy, mpi4py, mpich from PyPI) into a fresh virtual
+# environment and run tools/wheel_smoke.py under that environment's mpiexec -n 2 from a
+# temporary directory, so that the installed wheel is imported, not the source tree.
+# Kept fast: the build uses the venv's setuptools (no isolated build environments; `build`
+# still checks build-system.requires) and pip skips byte-compiling what it installs.
+test-wheel: venv
+	@echo "==> wheel: build, twine check, install into a fresh venv, mpiexec -n 2"
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(BIN)/python -m build --no-isolation --outdir "$$tmp/dist" . >"$$tmp/build.log" 2>&1 \
+	  || { cat "$$tmp/build.log"; exit 1; }; \
+	$(BIN)/twine check --strict "$$tmp"/dist/*; \
+	$(PYTHON) -m venv --without-pip "$$tmp/venv"; \
+	$(BIN)/pip --python "$$tmp/venv/bin/python" install -q --no-compile "$$(ls "$$tmp"/dist/*.whl)[mpi]"; \
+	cp tools/wheel_smoke.py "$$tmp/"; cd "$$tmp"; \
+	env -u PYTHONPATH -u D2O_MPI timeout -k 10 $(STAGE_TIMEOUT) \
+	  venv/bin/mpiexec -n 2 venv/bin/python wheel_smoke.py >out.txt; \
+	printf '%s\n' 'rank 0 of 2: rows 0:2, sum 200.9384' 'rank 1 of 2: rows 2:4, sum 200.9384' >expected.txt; \
+	diff -u expected.txt out.txt || { echo "==> FAILED: unexpected output of the installed wheel"; exit 1; }; \
+	cat expected.txt
+
+# The documentation site, warnings as errors, never MPI; -E re-reads every page so that no
+# warning of an earlier build is skipped.  Open docs/_build/html/index.html.
+docs: $(DOCS_STAMP)
+	@echo "==> docs: sphinx-build -W into docs/_build/html"
+	D2O_MPI=0 $(BIN)/sphinx-build -W --keep-going -E -q -b html docs docs/_build/html
+	@echo "==> docs built: docs/_build/html/index.html"
+
 demo: venv
 	@echo "==> demo: mpiexec -n $(DEMO_NPROCS) $(DEMO)"
 	$(MPIEXEC) -n $(DEMO_NPROCS) $(BIN)/python $(DEMO)
@@ -81,6 +136,6 @@ bench: venv
 	done
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .hypothesis .mpi-logs .ruff_cache out
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis .mpi-logs .ruff_cache .mypy_cache out docs/_build docs/_generated
 	@echo "(the virtual environment is kept; rm -rf $(VENV) to rebuild it)"
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -145,7 +145,15 @@ def get_option(name: str) -> Any:
 
 @contextlib.contextmanager
 def options(**kwargs: Any) -> Iterator[None]:
-    """Context manager: set options (see `set_options`) for the enclosed block only. Local."""
+    """Context manager: set options (see `set_options`) for the enclosed block only. Local.
+
+    Examples
+    --------
+    >>> import d2o
+    >>> with d2o.options(gather="raise"):  # implicit gathers raise d2o.GatherError here
+    ...     d2o.get_option("gather")
+    'raise'
+    """
     for name, value in kwargs.items():
         _check(name, value)
     saved = {k: _OPTIONS[k] for k in kwargs}

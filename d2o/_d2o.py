@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -159,6 +159,19 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     # -- construction helpers ------------------------------------------------
     #: Set by d2o.io: ``from_hdf5(path, dataset, distribution_strategy=, axis=, comm=)``.
     _hdf5_reader: Any = None
+
+    if TYPE_CHECKING:  # the writers d2o.io installs as methods, for type checkers
+
+        def save(
+            self,
+            alias: Any,
+            path: Any = None,
+            overwrite: bool | None = None,
+            overwriting: bool | None = None,
+            overwriteQ: bool | None = None,
+        ) -> None: ...
+        def to_hdf5(self, path: Any, dataset: str, **kwargs: Any) -> None: ...
+        def to_zarr(self, path: Any, **kwargs: Any) -> None: ...
 
     def _from_file(self, kwargs, strategy, axis, comm, dtype, hermitian) -> None:
         alias = kwargs.pop("alias")
@@ -962,7 +975,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         return _special.bincount(self, weights, minlength)
 
     def unique(self) -> distributed_data_object:
-        """Collective: the sorted unique values; the result is replicated."""
+        """Collective: the sorted unique values (numpy's ``unique``), through the distributed
+        sort; the result is distributed as the runs start, never gathered."""
         return _special.unique(self)
 
     def nonzero(self) -> tuple:

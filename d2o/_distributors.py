@@ -121,6 +121,16 @@ class Distributor:
         "local_slice",
         "__weakref__",
     )
+    # declared for type checkers (the subclasses set them in __init__)
+    global_shape: tuple[int, ...]
+    comm: Comm
+    strategy: str
+    axis: int | None
+    replicated: bool
+    local_shape: tuple[int, ...]
+    ndim: int
+    size: int
+    local_slice: tuple  # slices, or index arrays where a rank holds several runs
 
     def region(self, rank: int) -> Box:  # pragma: no cover - abstract
         """The box ((start, stop) per dimension) of the global array that ``rank`` holds."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -159,7 +159,7 @@ class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc is not None and not isinstance(exc, Exception):
             return False  # KeyboardInterrupt and friends: not agreed, just propagate
         agree(self.comm, exc)

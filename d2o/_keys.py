@@ -71,6 +71,18 @@ class Key:
         "distributed",
         "out_of",
     )
+    # declared for type checkers (`canonical` sets them)
+    shape: tuple
+    items: list
+    src: list
+    out: list
+    bshape: tuple | None
+    bpos: int
+    out_shape: tuple
+    scalar: bool
+    advanced: bool
+    distributed: bool
+    out_of: list
 
 
 def _as_item(item: Any, d2o_type: type | None) -> tuple:

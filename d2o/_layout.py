@@ -164,6 +164,17 @@ def layout(
         The communicator (default: d2o's default).
 
     Local: no communication.  Accepted wherever ``distribution_strategy=`` is.
+
+    Examples
+    --------
+    >>> import numpy as np, d2o
+    >>> lay = d2o.layout(split=(0, 1))  # rows and columns cut over a balanced mesh
+    >>> x = d2o.distributed_data_object(np.arange(24.0).reshape(4, 6), distribution_strategy=lay)
+    >>> x.distribution_strategy, x.sum(axis=0).shape
+    ('block', (6,))
+    >>> y = x.copy(distribution_strategy="equal")  # one exchange of what changes owner
+    >>> bool((x == y).all())
+    True
     """
     c = as_comm(comm)
     split_t = tuple(split) if split is not None else ()

@@ -18,7 +18,7 @@ are not counted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["trace", "Trace", "Record", "note", "note_temp", "active"]
 
@@ -114,7 +114,7 @@ class Trace:
         _funnel.activate()
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         from . import _funnel
 
         if self in active:

@@ -141,6 +141,13 @@ def assert_equal_to_numpy(
     AssertionError
         On every rank, when the check fails on at least one rank; the
         message names the failing ranks and the first rank's reason.
+
+    Examples
+    --------
+    >>> import numpy as np, d2o
+    >>> from d2o.testing import assert_equal_to_numpy
+    >>> a = np.arange(12.0).reshape(3, 4)
+    >>> assert_equal_to_numpy(d2o.distributed_data_object(a).sum(axis=1), a.sum(axis=1))
     """
     comm = _comm_of(obj)
     try:

@@ -12,11 +12,19 @@ Ufuncs, dtypes and constants are numpy's own objects (ufuncs dispatch through
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 import numpy as _np
 
 from .._axislocal import find_arrays as _find_arrays
 from .._numpy_table import TABLE as _TABLE
 from .._numpy_table import implementation as _implementation
+
+if _TYPE_CHECKING:  # `_install` fills the namespace with numpy's names at import
+
+    def __getattr__(name: str) -> _Any: ...
+
 
 __array_api_version__ = "2023.12"
 #: the array API's inspection namespace: numpy's (same dtypes, one "cpu" device)
@@ -75,6 +83,14 @@ from . import fft, linalg, random  # noqa: E402
 class finfo:  # noqa: N801 - numpy's name
     """numpy's ``finfo`` of a dtype or a (distributed) array, with the array API's Python
     float attributes (``eps``, ``max``, ``min``, ``smallest_normal``, ``resolution``)."""
+
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    resolution: float
+    tiny: float
+    epsneg: float
 
     def __init__(self, type) -> None:  # noqa: A002
         info = _np.finfo(type.dtype if hasattr(type, "distributor") else type)

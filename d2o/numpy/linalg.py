@@ -9,7 +9,7 @@ option, NotImplementedError above it) until it has a distributed algorithm.
 from __future__ import annotations
 
 from collections import namedtuple as _namedtuple
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
@@ -98,6 +98,11 @@ def _vector_norm(x: _D2O, ord: Any, axis: int, keepdims: bool) -> Any:
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     return (a**ord).sum(axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+if TYPE_CHECKING:  # `_install` adds numpy.linalg's other names at import
+
+    def __getattr__(name: str) -> Any: ...
 
 
 def _fallback_for(name: str):
