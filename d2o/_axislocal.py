@@ -125,8 +125,14 @@ def axis_local(
             res = res[(slice(None),) * o + (slice(0, 0),)]
         else:
             res = np.asarray(func(data, *args, **kwargs))
-    if d.replicated or comm.size == 1:
+    if d.replicated or res.ndim == 0:
         return _from_local(res, get_distributor("not", res.shape, comm))
+    if comm.size == 1 and not try_mesh:  # one process: keep the array's kind of layout
+        if res.shape == x.shape:
+            return _from_local(res, d0)
+        o = d.axis if out_axis is None else out_axis(d.axis, res.ndim)
+        o = o if d.axis not in core and 0 <= o < res.ndim else 0
+        return _from_local(res, get_distributor("equal", res.shape, comm, o))
     if try_mesh:
         if res.shape == data.shape:
             return _from_local(res, d)

@@ -160,12 +160,21 @@ class Comm:
                 _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
         return buf
 
-    def Alltoallw(self, send: np.ndarray, sendtypes: list, recv: np.ndarray, recvtypes: list):
-        """All-to-all with one (count, datatype) pair per peer (see redistribution)."""
+    def Alltoallw(
+        self,
+        send: np.ndarray,
+        sendtypes: list,
+        recv: np.ndarray,
+        recvtypes: list,
+        sdispls: list | None = None,
+        rdispls: list | None = None,
+    ):
+        """All-to-all with one (count, datatype) pair per peer (see redistribution), at
+        byte displacements ``sdispls``/``rdispls`` (default: all 0)."""
         zeros = [0] * self.size
         self.mpi.Alltoallw(
-            [send, ([c for c, _ in sendtypes], zeros), [t for _, t in sendtypes]],
-            [recv, ([c for c, _ in recvtypes], zeros), [t for _, t in recvtypes]],
+            [send, ([c for c, _ in sendtypes], sdispls or zeros), [t for _, t in sendtypes]],
+            [recv, ([c for c, _ in recvtypes], rdispls or zeros), [t for _, t in recvtypes]],
         )
         if _tr.active:
             me = self.rank

@@ -14,7 +14,9 @@ Layout rules (A is ``m x k``, B is ``k x n``, P ranks):
 * Vectors are 1 x k or k x 1 matrices in these rules, except that a vector
   B meeting A's distributed rows is replicated (it is one row of A long).
 
-Batched (>2-d) products are not implemented and raise TypeError.
+Either operand on a 2-D process mesh: SUMMA, or a matrix-vector product that never
+gathers the matrix (`d2o._summa`).  Batched (>2-d) products are not implemented and
+raise TypeError.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import numpy as np
 from ._d2o import distributed_data_object as D2O
 from ._distributors import get_distributor
 from ._errors import agreed
+from ._layout import as_slab
 from ._redistribution import exchange, redistribute
 from ._reductions import combine_partials
+from ._summa import matvec, on_mesh, summa, vecmat
 
 __all__ = ["matmul", "dot"]
 
@@ -89,7 +93,15 @@ def matmul(a: Any, b: Any) -> Any:
                 f"signature (n?,k),(k,m?)->(n?,m?) (size {kb} is different from {ka})"
             )
         dtype = np.result_type(*(x.dtype if isinstance(x, D2O) else np.asarray(x) for x in (a, b)))
-    a, b = _as_d2o(a, lead), _as_d2o(b, lead)
+    lay = on_mesh(a, b)
+    if lay is not None:  # a 2-d process mesh: SUMMA, or a product with a vector
+        if na == 2 and nb == 2:
+            return summa(a, b, lay, dtype)
+        if na == 2:
+            return matvec(a, b, lay, dtype)
+        if nb == 2:
+            return vecmat(a, b, lay, dtype)
+    a, b = as_slab(_as_d2o(a, lead)), as_slab(_as_d2o(b, lead))  # other meshes: as slabs
     da = a.distributor
     a2 = a if a.ndim == 2 else _from_local(a.data[None, :] if da.replicated else a.data[None, :],
                                            _row_vector_layout(a))  # fmt: skip

@@ -598,3 +598,10 @@ def test_what_axis_local_and_joining_functions_move():
     collective_assert(_same(got, np.sort(M, axis=0)) is None)
     sent = sum(c[2] for c in t.calls)
     collective_assert(sent <= 2 * M.nbytes, f"sort along the split axis sent {sent} bytes")
+
+
+def test_axis_local_results_keep_the_kind_of_layout_on_any_process_count():
+    """One process and several give the same strategy label (not 'not' on one)."""
+    x = dnp.ones((6, 4))
+    for got in (dnp.sort(x, axis=1), dnp.cumsum(x, axis=0), dnp.diff(x, axis=1)):
+        collective_assert(got.distribution_strategy == x.distribution_strategy, f"{got!r}")
