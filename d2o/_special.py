@@ -102,11 +102,13 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     The three-argument form aligns its operands like any element-wise
     operation (see d2o._ufuncs) and returns a distributed object.
     """
+    ops = [condition, x, y]
+    if not any(isinstance(o, D2O) for o in ops):  # numpy data only: numpy's own answer
+        return np.where(condition) if x is None and y is None else np.where(condition, x, y)
     if x is None and y is None:
-        return nonzero(condition if isinstance(condition, D2O) else np.asarray(condition))
+        return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
-    ops = [condition, x, y]
     first = next(o for o in ops if isinstance(o, D2O))
     with agreed(first.distributor.comm):
         shape = np.broadcast_shapes(
@@ -122,6 +124,8 @@ def vdot(a: Any, b: Any) -> Any:
     da = a if isinstance(a, D2O) else None
     db = b if isinstance(b, D2O) else None
     lead = da if da is not None else db
+    if lead is None:  # numpy data only
+        return np.vdot(a, b)
     with agreed(lead.distributor.comm):
         if np.size(a) != np.size(b):
             raise ValueError("vector dot product requires both arrays to have the same size")

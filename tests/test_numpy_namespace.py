@@ -605,3 +605,13 @@ def test_axis_local_results_keep_the_kind_of_layout_on_any_process_count():
     x = dnp.ones((6, 4))
     for got in (dnp.sort(x, axis=1), dnp.cumsum(x, axis=0), dnp.diff(x, axis=1)):
         collective_assert(got.distribution_strategy == x.distribution_strategy, f"{got!r}")
+
+
+def test_d2o_functions_take_numpy_only_input():
+    import d2o
+
+    a = np.array([0, 1, 2])
+    got = d2o.where(a)
+    collective_assert(len(got) == 1 and np.array_equal(got[0], [1, 2]), f"{got}")
+    collective_assert(np.array_equal(d2o.where(a > 0, a, -1), [-1, 1, 2]))
+    collective_assert(d2o.vdot(a, a) == 5)
