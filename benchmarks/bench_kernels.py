@@ -47,16 +47,19 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _harness import REPO  # noqa: E402, F401  (importing it puts the repository on sys.path)
+from _harness import (  # noqa: E402  (importing it puts the repository on sys.path)
+    cores,
+    launch_children,
+    measure_and_report,
+    measures_here,
+    on_rank0,
+    run_label,
+)
 
 import d2o  # noqa: E402
 import d2o.fft as dfft  # noqa: E402
@@ -144,32 +147,17 @@ KERNELS = {
 }
 
 
-def _under_mpiexec() -> bool:
-    return any(k in os.environ for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"))
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _alone(fn, comm) -> float:
     """Seconds of ``fn()`` on rank 0 alone (the result is dropped), on every rank; the
     others sleep meanwhile, polling a non-blocking barrier."""
-    t = 0.0
-    if comm.rank == 0:
+
+    def run() -> float:
         gc.collect()
         t0 = time.perf_counter()
         fn()
-        t = time.perf_counter() - t0
-    if comm.size > 1:
-        req = comm.mpi.Ibarrier()
-        while not req.Test():
-            time.sleep(0.002)
-        t = comm.bcast(t, root=0)
-    return t
+        return time.perf_counter() - t0
+
+    return on_rank0(run, comm)
 
 
 def _everywhere(fn, comm) -> float:
@@ -265,9 +253,7 @@ def _notes() -> list:
 
 def print_one(results: dict, nprocs: int) -> None:
     """The table of one run (one process count)."""
-    mpi = "no MPI" if os.environ.get("D2O_MPI") == "0" else "MPI"
-    over = f", oversubscribed ({_cores()} cores)" if nprocs > _cores() else ""
-    print(f"\n## d2o on {nprocs} process(es) ({mpi}{over}) against numpy on 1\n")
+    print(f"\n## d2o on {nprocs} process(es) ({run_label(nprocs)}) against numpy on 1\n")
     print(
         "| kernel | size | d2o layout | numpy s | d2o s | speed-up | efficiency | ceiling "
         "| moved | same |"
@@ -295,7 +281,7 @@ def print_combined(by_count: dict) -> None:
     """One table of the N = 1 and N = 2 runs; each d2o time against the numpy time of the
     same run."""
     one, two = by_count["1"], by_count["2"]
-    print(f"\n## Scaling kernels: numpy (1 process) against d2o on 1 and 2 ({_cores()} cores)\n")
+    print(f"\n## Scaling kernels: numpy (1 process) against d2o on 1 and 2 ({cores()} cores)\n")
     print(
         "| kernel | size | d2o layout (2p) | numpy s (1p run) | d2o 1p s | d2o 1p / numpy "
         "| numpy s (2p run) | d2o 2p s | speed-up 2p | efficiency 2p | ceiling 2p "
@@ -327,19 +313,8 @@ def print_combined(by_count: dict) -> None:
 
 def launch(names, quick: bool) -> None:
     """Run the N = 1 and N = 2 measurements under mpiexec and print them together."""
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, **dict.fromkeys(THREAD_VARS, "1"))
-    env.pop("D2O_MPI", None)
-    by_count = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in COUNTS:
-            path = os.path.join(tmp, f"n{n}.json")
-            cmd = [mpiexec, "-n", str(n), sys.executable, os.path.abspath(__file__)]
-            cmd += ["--child", "--json", path, *(["--quick"] if quick else []), *names]
-            subprocess.run(cmd, env=env, check=True)
-            with open(path) as f:
-                by_count[str(n)] = json.load(f)
-    print_combined(by_count)
+    argv = [*(["--quick"] if quick else []), *names]
+    print_combined(launch_children(__file__, argv, COUNTS, THREAD_VARS))
 
 
 def main() -> None:
@@ -354,22 +329,21 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown kernel(s) {unknown}; choose from {list(KERNELS)}")
     comm = default_comm()
-    direct = args.child or os.environ.get("D2O_MPI") == "0" or _under_mpiexec() or comm.size > 1
-    if not direct:
+    if not measures_here(args.child, comm):
         launch(names, args.quick)
         return
-    if comm.rank == 0:
+
+    def header() -> str:
         mesh = d2o.layout(None, (0, 1), comm=comm).mesh
-        print(f"# {comm.size} process(es), balanced mesh {mesh}: {', '.join(names)}", flush=True)
-        load = os.getloadavg()[0]
-    results = measure(names, args.quick)
-    if comm.rank == 0:
-        print_one(results, comm.size)
-        after = os.getloadavg()[0]
-        print(f"\n1-minute load average: {load:.2f} before, {after:.2f} after ({_cores()} cores)")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f)
+        return f"# {comm.size} process(es), balanced mesh {mesh}: {', '.join(names)}"
+
+    measure_and_report(
+        comm,
+        header,
+        lambda: measure(names, args.quick),
+        lambda results: print_one(results, comm.size),
+        args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import time
 import timeit
 
 import numpy as np  # noqa: E402
-from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
+from _harness import cores, on_rank0, run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
 
 import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
@@ -90,22 +90,6 @@ def _collective_block(fn, comm):
     return block
 
 
-def _on_rank0(fn, comm):
-    """``fn()`` on rank 0 alone, its result on every rank; the other ranks sleep meanwhile
-    (a busy-polling MPI wait would take a core from rank 0 on an oversubscribed machine)."""
-    if comm.size == 1:
-        return fn()
-    out = None
-    if comm.rank == 0:
-        out = fn()
-        comm.mpi.Ibarrier().Wait()
-    else:
-        req = comm.mpi.Ibarrier()
-        while not req.Test():
-            time.sleep(0.002)
-    return comm.bcast(out, root=0)
-
-
 def _best_per_call(entries: dict, comm) -> dict:
     """Best-of-REPEAT seconds per call of each ``name: (fn, numpy)`` entry: numpy entries on
     rank 0 alone, the others on all ranks (the slowest rank's time); the entries' timing
@@ -118,7 +102,7 @@ def _best_per_call(entries: dict, comm) -> dict:
     numbers = {}
     for name, block in blocks.items():
         if entries[name][1]:
-            numbers[name] = _on_rank0(lambda block=block: _autorange(block), comm)
+            numbers[name] = on_rank0(lambda block=block: _autorange(block), comm)
         else:
             numbers[name] = _autorange(block)
     best = dict.fromkeys(entries, float("inf"))
@@ -126,23 +110,16 @@ def _best_per_call(entries: dict, comm) -> dict:
         for name, block in blocks.items():
             n = numbers[name]
             if entries[name][1]:
-                t = _on_rank0(lambda block=block, n=n: block(n), comm)
+                t = on_rank0(lambda block=block, n=n: block(n), comm)
             else:
                 t = block(n)
             best[name] = min(best[name], t / n)
     return best
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _oversubscribed(nprocs: int) -> str:
-    cores = _cores()
-    return f" (oversubscribed: {nprocs} ranks on {cores} cores)" if nprocs > cores else ""
+    n = cores()
+    return f" (oversubscribed: {nprocs} ranks on {n} cores)" if nprocs > n else ""
 
 
 # -- 1. per-call overhead, one process, no MPI ------------------------------------------------
@@ -205,7 +182,7 @@ def _redistribution(comm) -> None:
         meshes.append((p // 2, 2))
     slab = "equal"
     nbytes = int(np.prod(LARGE)) * 8
-    t_cp, t_alloc = _on_rank0(_memcpy_times, comm)
+    t_cp, t_alloc = on_rank0(_memcpy_times, comm)
     if comm.rank == 0:
         print(
             f"  np.copyto of {nbytes >> 20} MiB, 1 proc: {t_cp * 1e3:6.2f} ms = "

@@ -35,16 +35,21 @@ import argparse
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
-from _harness import REPO  # (importing it puts the repository on sys.path)
+from _harness import (  # (importing it puts the repository on sys.path)
+    REPO,
+    cores,
+    launch_children,
+    measure_and_report,
+    measures_here,
+    on_rank0,
+    run_label,
+)
 
 sys.path.insert(0, os.path.join(REPO, "examples", "programs"))
 
@@ -76,25 +81,6 @@ PAPER = {
 }
 
 
-def _under_mpiexec() -> bool:
-    return any(k in os.environ for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"))
-
-
-def _on_rank0(fn, comm):
-    """``fn()`` on rank 0 alone, its result on every rank; the others sleep meanwhile."""
-    if comm.size == 1:
-        return fn()
-    out = None
-    if comm.rank == 0:
-        out = fn()
-        comm.mpi.Ibarrier().Wait()
-    else:
-        req = comm.mpi.Ibarrier()
-        while not req.Test():
-            time.sleep(0.002)
-    return comm.bcast(out, root=0)
-
-
 def _time_numpy(module, n, iterations) -> tuple[float, object]:
     gc.collect()
     t0 = time.perf_counter()
@@ -120,7 +106,7 @@ def measure(names) -> dict:
         module, n, iterations, _ = PROGRAMS[name]
         t_np = t_d2o = t_all = float("inf")
         for _ in range(REPEAT):
-            t, r_np = _on_rank0(lambda a=(module, n, iterations): _time_numpy(*a), comm)
+            t, r_np = on_rank0(lambda a=(module, n, iterations): _time_numpy(*a), comm)
             t_np = min(t_np, t)
             t, r_d2o = _time_d2o(module, n, iterations, comm)
             t_d2o = min(t_d2o, t)
@@ -145,13 +131,6 @@ def measure(names) -> dict:
     return out
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _size_label(name: str) -> str:
     _, n, iterations, what = PROGRAMS[name]
     return f"n = {n} {what}, {iterations} iterations"
@@ -159,9 +138,7 @@ def _size_label(name: str) -> str:
 
 def print_one(results: dict, nprocs: int) -> None:
     """The table of one run (one process count)."""
-    mpi = "no MPI" if os.environ.get("D2O_MPI") == "0" else "MPI"
-    over = f", oversubscribed ({_cores()} cores)" if nprocs > _cores() else ""
-    print(f"\n## d2o.numpy on {nprocs} process(es) ({mpi}{over}) against numpy on 1\n")
+    print(f"\n## d2o.numpy on {nprocs} process(es) ({run_label(nprocs)}) against numpy on 1\n")
     print("| program | size | numpy s | d2o.numpy s | speed-up | efficiency | ceiling | paper |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for name, r in results.items():
@@ -182,7 +159,7 @@ def print_combined(by_count: dict) -> None:
     """One table of the N = 1 and N = 2 runs; each d2o time is set against the numpy time
     measured in the same run (interleaved with it, so under the same machine load)."""
     one, two = by_count["1"], by_count["2"]
-    print(f"\n## The programs: numpy (1 process) against d2o.numpy on 1 and 2 ({_cores()} cores)\n")
+    print(f"\n## The programs: numpy (1 process) against d2o.numpy on 1 and 2 ({cores()} cores)\n")
     print(
         "| program | size | numpy s (1p run) | d2o 1p s | d2o 1p / numpy | numpy s (2p run) "
         "| d2o 2p s | speed-up 2p | efficiency 2p | ceiling 2p | d2o 1p / 2p | paper |"
@@ -229,19 +206,7 @@ def profile(name: str) -> None:
 
 def launch(names) -> None:
     """Run the N = 1 and N = 2 measurements under mpiexec and print them together."""
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env.pop("D2O_MPI", None)
-    by_count = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in COUNTS:
-            path = os.path.join(tmp, f"n{n}.json")
-            cmd = [mpiexec, "-n", str(n), sys.executable, os.path.abspath(__file__)]
-            cmd += ["--child", "--json", path, *names]
-            subprocess.run(cmd, env=env, check=True)
-            with open(path) as f:
-                by_count[str(n)] = json.load(f)
-    print_combined(by_count)
+    print_combined(launch_children(__file__, list(names), COUNTS))
 
 
 def main() -> None:
@@ -259,22 +224,16 @@ def main() -> None:
     if args.profile:
         profile(args.profile)
         return
-    direct = args.child or os.environ.get("D2O_MPI") == "0" or _under_mpiexec() or comm.size > 1
-    if not direct:
+    if not measures_here(args.child, comm):
         launch(names)
         return
-    if comm.rank == 0:
-        print(f"# {comm.size} process(es): measuring {', '.join(names)}", flush=True)
-        load = os.getloadavg()[0]
-    results = measure(names)
-    if comm.rank == 0:
-        print_one(results, comm.size)
-        # this run keeps about comm.size cores busy; more load is someone else's
-        after = os.getloadavg()[0]
-        print(f"\n1-minute load average: {load:.2f} before, {after:.2f} after ({_cores()} cores)")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f)
+    measure_and_report(
+        comm,
+        lambda: f"# {comm.size} process(es): measuring {', '.join(names)}",
+        lambda: measure(names),
+        lambda results: print_one(results, comm.size),
+        args.json,
+    )
 
 
 if __name__ == "__main__":

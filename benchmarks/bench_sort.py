@@ -38,15 +38,17 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
-from _harness import REPO  # noqa: F401 (importing it puts the repository on sys.path)
+from _harness import (  # (importing it puts the repository on sys.path)
+    cores,
+    launch_children,
+    measure_and_report,
+    measures_here,
+    on_rank0,
+    run_label,
+)
 
 import d2o.numpy as dnp  # noqa: E402
 from d2o import default_comm  # noqa: E402
@@ -65,25 +67,6 @@ FUNCS = {
     "median": (np.median, dnp.median),
 }
 SORT_GOAL = 1.5  # dnp.sort on 2 processes against np.sort
-
-
-def _under_mpiexec() -> bool:
-    return any(k in os.environ for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"))
-
-
-def _on_rank0(fn, comm):
-    """``fn()`` on rank 0 alone, its result on every rank; the others sleep meanwhile."""
-    if comm.size == 1:
-        return fn()
-    out = None
-    if comm.rank == 0:
-        out = fn()
-        comm.mpi.Ibarrier().Wait()
-    else:
-        req = comm.mpi.Ibarrier()
-        while not req.Test():
-            time.sleep(0.002)
-    return comm.bcast(out, root=0)
 
 
 def _global(dtype: str, n: int) -> np.ndarray:
@@ -143,7 +126,7 @@ def measure(n: int, repeat: int) -> dict:
             spent = 0.0  # numpy's seconds so far (the same on every rank: broadcast)
             for _ in range(repeat):
                 if spent < BUDGET:
-                    t = _on_rank0(lambda f=np_fn, r=ref: _time_numpy(f, r), comm)
+                    t = on_rank0(lambda f=np_fn, r=ref: _time_numpy(f, r), comm)
                     t_np, spent = min(t_np, t), spent + t
                 t_d2o = min(t_d2o, _time_d2o(d2o_fn, x, comm))
             same = _same(name, ref, x, comm)
@@ -172,13 +155,6 @@ def measure(n: int, repeat: int) -> dict:
     return out
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _goals(res: dict, nprocs: int) -> list[str]:
     """The goal verdicts of one run's results of one dtype."""
     s = res["sort"]["numpy"] / res["sort"]["d2o"]
@@ -193,11 +169,9 @@ def _goals(res: dict, nprocs: int) -> list[str]:
 
 def print_one(results: dict, nprocs: int, n: int) -> None:
     """The table of one run (one process count)."""
-    mpi = "no MPI" if os.environ.get("D2O_MPI") == "0" else "MPI"
-    over = f", oversubscribed ({_cores()} cores)" if nprocs > _cores() else ""
     print(
         f"\n## sort, unique, median of n = {n} elements: d2o.numpy on {nprocs} process(es) "
-        f"({mpi}{over}) against numpy on 1\n"
+        f"({run_label(nprocs)}) against numpy on 1\n"
     )
     print("| dtype | function | numpy s | d2o.numpy s | speed-up | efficiency | ceiling | same |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
@@ -229,7 +203,7 @@ def print_combined(by_count: dict, n: int) -> None:
     one, two = by_count["1"], by_count["2"]
     print(
         f"\n## sort, unique, median of n = {n} elements: numpy (1 process) against "
-        f"d2o.numpy on 1 and 2 ({_cores()} cores)\n"
+        f"d2o.numpy on 1 and 2 ({cores()} cores)\n"
     )
     print(
         "| dtype | function | numpy s (1p run) | d2o 1p s | numpy / d2o 1p | numpy s (2p run) "
@@ -253,19 +227,7 @@ def print_combined(by_count: dict, n: int) -> None:
 
 def launch(argv: list[str], n: int) -> None:
     """Run the N = 1 and N = 2 measurements under mpiexec and print them together."""
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env.pop("D2O_MPI", None)
-    by_count = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for count in COUNTS:
-            path = os.path.join(tmp, f"n{count}.json")
-            cmd = [mpiexec, "-n", str(count), sys.executable, os.path.abspath(__file__)]
-            cmd += [*argv, "--child", "--json", path]
-            subprocess.run(cmd, env=env, check=True)
-            with open(path) as f:
-                by_count[str(count)] = json.load(f)
-    print_combined(by_count, n)
+    print_combined(launch_children(__file__, argv, COUNTS), n)
 
 
 def main() -> None:
@@ -280,22 +242,16 @@ def main() -> None:
     if n < 1 or args.repeat < 1:
         parser.error("--n and --repeat must be positive")
     comm = default_comm()
-    direct = args.child or os.environ.get("D2O_MPI") == "0" or _under_mpiexec() or comm.size > 1
-    if not direct:
+    if not measures_here(args.child, comm):
         launch([f"--n={n}", f"--repeat={args.repeat}"], n)
         return
-    if comm.rank == 0:
-        print(f"# {comm.size} process(es): sort, unique, median of n = {n}", flush=True)
-        load = os.getloadavg()[0]
-    results = measure(n, args.repeat)
-    if comm.rank == 0:
-        print_one(results, comm.size, n)
-        # this run keeps about comm.size cores busy; more load is someone else's
-        after = os.getloadavg()[0]
-        print(f"\n1-minute load average: {load:.2f} before, {after:.2f} after ({_cores()} cores)")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f)
+    measure_and_report(
+        comm,
+        lambda: f"# {comm.size} process(es): sort, unique, median of n = {n}",
+        lambda: measure(n, args.repeat),
+        lambda results: print_one(results, comm.size, n),
+        args.json,
+    )
 
 
 if __name__ == "__main__":
