@@ -75,13 +75,13 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
             return fn(*args, **kwargs)  # an inner call: no record, no check
         _depth[0] = 1
         try:
-            if options["check_args"] and name not in _LOCAL_OPS:
-                check_arguments(fn, name, args, kwargs)
-            if _trace.active:
+            if _trace.active:  # first, so that the argument check counts under it
                 rec = Record(name if namer is None else namer(args))
                 for t in _trace.active:
                     t.records.append(rec)
                 current[0] = rec
+            if options["check_args"] and name not in _LOCAL_OPS:
+                check_arguments(fn, name, args, kwargs)
             if mesh_in_use[0]:
                 if not native:
                     return _on_slabs(fn, name, args, kwargs)
