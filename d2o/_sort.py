@@ -199,15 +199,18 @@ def _cuts(words: list, m: int, n: int, bounds: tuple, comm: Comm) -> list:
     return cuts
 
 
-def exchange(arrays: list, sendcounts: list, comm: Comm) -> tuple:
+def exchange(arrays: list, sendcounts: list, comm: Comm, recvcounts: list | None = None) -> tuple:
     """Collective: one ``Alltoallv`` per array of 1-d pieces grouped by destination rank
     (``sendcounts[r]`` elements to rank ``r``); the received pieces in source-rank order,
-    and how many elements came from each rank."""
+    and how many elements came from each rank.  ``recvcounts``, when the caller knows
+    them (a reply), saves the ``Allgather`` of the counts."""
     sc = np.asarray(sendcounts, dtype=np.int64)
     if comm.size == 1:
         return [np.array(a) for a in arrays], sc.tolist()
-    table = comm.Allgather(sc)
-    rc = table[:, comm.rank].tolist()
+    if recvcounts is None:
+        rc = comm.Allgather(sc)[:, comm.rank].tolist()
+    else:
+        rc = [int(c) for c in recvcounts]
     out = []
     for a in arrays:
         a = np.ascontiguousarray(a)

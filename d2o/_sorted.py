@@ -56,14 +56,22 @@ def _freeform(counts: Any, comm: Any) -> Any:
     return slab_distributor((offsets[-1],), comm, 0, offsets, "freeform")
 
 
+def _route(owner: np.ndarray, arrays: list, comm: Any) -> tuple:
+    """Collective: send element ``i`` of every array to rank ``owner[i]`` (one
+    ``Alltoallv`` per array); returns the send order, the counts sent per rank, the
+    received arrays and the counts received per rank."""
+    order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=comm.size)
+    recv, rc = exchange([a[order] for a in arrays], counts, comm)
+    return order, counts, recv, rc
+
+
 def _ask(owner: np.ndarray, queries: list, comm: Any, answer: Callable) -> list:
     """Collective: send each query to the rank ``owner`` names, let it compute
     ``answer(*queries)`` (arrays of the same length), and return the answers in the
     queries' order.  Two ``Alltoallv`` rounds of the queries' and answers' bytes."""
-    order = np.argsort(owner, kind="stable")
-    counts = np.bincount(owner, minlength=comm.size)
-    recv, rc = exchange([q[order] for q in queries], counts, comm)
-    back, _ = exchange(answer(*recv), rc, comm)
+    order, counts, recv, rc = _route(owner, queries, comm)
+    back, _ = exchange(answer(*recv), rc, comm, recvcounts=counts)  # the reply's sizes are known
     out = []
     for b in back:
         r = np.empty_like(b)
@@ -77,9 +85,7 @@ def _scatter(gidx: np.ndarray, values: np.ndarray, d: Any) -> np.ndarray:
     is ``values[i]`` (every position of the array sent by exactly one rank)."""
     comm = d.comm
     owner = np.searchsorted(d.bounds_array(), gidx, side="right") - 1
-    order = np.argsort(owner, kind="stable")
-    counts = np.bincount(owner, minlength=comm.size)
-    (g, v), _ = exchange([gidx[order], values[order]], counts, comm)
+    _, _, (g, v), _ = _route(owner, [gidx, values], comm)
     out = np.empty(d.local_shape[0], dtype=values.dtype)
     out[g - _offset(d)] = v
     return out

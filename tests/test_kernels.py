@@ -190,3 +190,16 @@ def test_mesh_stencil_against_numpy():
         U[:-2, 1:-1, 1:-1] + U[2:, 1:-1, 1:-1] + U[1:-1, :-2, 1:-1] + U[1:-1, 2:, 1:-1]
     ) / 4
     assert_equal_to_numpy(u, U, rtol=1e-14)
+
+
+def test_matmul_operand_bad_on_one_rank_raises_everywhere():
+    """A numpy operand that differs on one rank: ValueError on every rank (checked mode),
+    and the next product works."""
+    lay = _lay(_meshes()[0])
+    A = np.arange(12.0).reshape(4, 3)
+    a = dnp.asarray(A, dist=lay)
+    if P > 1:
+        bad = np.ones((3, 2)) * (1 + default_comm().rank)
+        with d2o.options(check_args=True), pytest.raises(ValueError):
+            a @ bad
+    assert_equal_to_numpy(a @ np.ones((3, 2)), A @ np.ones((3, 2)))

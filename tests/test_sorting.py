@@ -836,3 +836,25 @@ def test_selection_of_larger_arrays(name):
     part = dnp.partition(x, [5, n // 2]).get_full_data()
     ref = np.sort(data)
     collective_assert(np.array_equal(part[[5, n // 2]], ref[[5, n // 2]], equal_nan=True))
+
+
+def test_argument_bad_on_one_rank_raises_everywhere():
+    """A kth, q, query or kind that differs on one rank: ValueError on every rank (checked
+    mode), nothing changed, and the next call works."""
+    rank = default_comm().rank
+    data = np.arange(20.0)[::-1].copy()
+    x = make(data, "equal")
+    before = x.get_local_data().copy()
+    calls = [
+        lambda: dnp.partition(x, 3 if rank == 0 else 4),
+        lambda: dnp.quantile(x, 0.5 if rank == 0 else 0.25),
+        lambda: dnp.searchsorted(dnp.sort(x), 3.0 if rank == 0 else 4.0),
+        lambda: dnp.sort(x, kind="stable" if rank == 0 else "quicksort"),
+    ]
+    if default_comm().size > 1:
+        for call in calls:
+            with d2o.options(check_args=True), pytest.raises(ValueError):
+                call()
+    collective_assert(np.array_equal(x.get_local_data(), before), "the input changed")
+    again = dnp.sort(x).get_full_data()
+    collective_assert(np.array_equal(again, np.sort(data)), "the next call")
