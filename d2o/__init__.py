@@ -17,6 +17,7 @@ from . import (  # noqa: F401
 )
 from ._comm import default_comm
 from ._config import get_option, options, set_options
+from ._controller import ControllerError
 from ._distributors import STRATEGIES
 from ._errors import GatherError, GatherWarning
 from ._indexing import *  # noqa: F403
@@ -51,6 +52,7 @@ __all__ = [
     "get_option",
     "GatherError",
     "GatherWarning",
+    "ControllerError",
     *_indexing.__all__,
     *_shape_ops.__all__,
     *_special.__all__,

@@ -63,7 +63,12 @@ def register_functions(module_name: str, names: list, prefix: str = "") -> None:
 _depth = [0]
 
 
-def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
+#: While controller mode runs on rank 0 (`d2o._controller`): the function that sends each
+#: outermost call to the other ranks and runs it here: ``call(key, name, fn, body, args, kwargs)``.
+controller: list = [None]
+
+
+def _wrap(fn: Callable, name: str, namer: Callable | None, key: tuple = ()) -> Callable:
     current = _trace.current
     Record = _trace.Record
     options = _config._OPTIONS
@@ -73,6 +78,11 @@ def _wrap(fn: Callable, name: str, namer: Callable | None) -> Callable:
     def funnel(*args: Any, **kwargs: Any) -> Any:
         if _depth[0]:
             return fn(*args, **kwargs)  # an inner call: no record, no check
+        if controller[0] is not None:
+            return controller[0](key, name, fn, body, args, kwargs)
+        return body(args, kwargs)
+
+    def body(args: tuple, kwargs: dict) -> Any:
         _depth[0] = 1
         try:
             if _trace.active:  # first, so that the argument check counts under it
@@ -362,8 +372,18 @@ def _d2o_modules() -> list:
 _full = [False]
 
 
+#: True in controller mode (on every rank): every operation is wrapped, so that rank 0
+#: sends each outermost call and the other ranks run it through the same wrapper.
+controlled = [False]
+
+
 def _wanted_full() -> bool:
-    return bool(_trace.active) or bool(_config._OPTIONS["check_args"]) or held_in_use[0]
+    return (
+        bool(_trace.active)
+        or bool(_config._OPTIONS["check_args"])
+        or held_in_use[0]
+        or controlled[0]
+    )
 
 
 def activate() -> None:
@@ -388,7 +408,7 @@ def activate() -> None:
             if mod is None or not hasattr(mod, attr):
                 continue
             orig = getattr(mod, attr)
-            wrapped = _wrap(orig, name, namer)
+            wrapped = _wrap(orig, name, namer, ("f", owner, attr))
             for m, key in where.get(id(orig), ()):
                 _PATCHED.append((m, key, orig))
                 setattr(m, key, wrapped)
@@ -396,12 +416,14 @@ def activate() -> None:
         orig = owner.__dict__.get(attr)
         if orig is None:
             continue
+        key = ("c", owner.__module__, owner.__qualname__, attr)
         if isinstance(orig, property):
-            wrapped = property(_wrap(orig.fget, name, namer), orig.fset, orig.fdel, orig.__doc__)
+            fget = _wrap(orig.fget, name, namer, key)
+            wrapped = property(fget, orig.fset, orig.fdel, orig.__doc__)
         elif isinstance(orig, (classmethod, staticmethod)):
             continue
         else:
-            wrapped = _wrap(orig, name, namer)
+            wrapped = _wrap(orig, name, namer, key)
         _PATCHED.append((owner, attr, orig))
         setattr(owner, attr, wrapped)
 

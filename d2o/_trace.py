@@ -141,13 +141,15 @@ class Trace:
         Call it on every rank (it gathers each rank's small per-operation
         summary, one allgather; never array data).  Ranks that traced
         different operations are fine: the table is the union.  Returns the
-        table on rank 0, None elsewhere.
+        table on rank 0, None elsewhere.  In controller mode (`d2o.run`) only rank 0
+        traces: the table is rank 0's.
         """
         import sys
 
-        from ._comm import as_comm
+        from ._comm import _SERIAL, as_comm
+        from ._controller import is_controller
 
-        c = as_comm(comm)
+        c = _SERIAL if is_controller() else as_comm(comm)
         saved = active[:]
         del active[:]  # the report's own allgather is not part of the trace
         try:

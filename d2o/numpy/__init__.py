@@ -46,7 +46,13 @@ def _dispatcher(name: str):
     f.__qualname__ = name
     f.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
     f.__wrapped__ = np_func
+    # controller mode runs calls on numpy data alone on rank 0 (`d2o._controller`)
+    f.__d2o_numpy_only__ = _numpy_only
     return f
+
+
+def _numpy_only(args: tuple, kwargs: dict) -> bool:
+    return not _find_arrays((args, kwargs))
 
 
 def _install() -> list:
