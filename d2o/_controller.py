@@ -60,6 +60,11 @@ class ControllerError(RuntimeError):
 
 _HEADER = 2048  # bytes of the fixed broadcast buffer (length + batches up to 2040 bytes)
 _ERR_TAG = 7001  # worker -> rank 0: an exception in a worker's part of an operation
+_PIECE_TAG = 7002  # rank 0 -> worker: its part of a large numpy argument (`_Piece`)
+#: numpy arguments of creation functions from this many bytes on are scattered: each
+#: worker receives only the part it keeps, not the whole array inside the command
+_SCATTER_BYTES = 1 << 20
+_SCATTERING = {"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"}
 _MAX_QUEUED = 64  # commands queued before a batch is sent anyway
 _MAX_BYTES = 1 << 20  # bytes queued before a batch is sent anyway
 #: Operations on a local piece of this many bytes are sent before rank 0 runs its part,
@@ -176,10 +181,114 @@ def _by_value(obj: Any) -> bool:
 _PLAIN = frozenset((int, float, str, bool, type(None), tuple, list, dict, bytes, slice, complex))
 
 
+class _Piece:
+    """A large numpy argument of a creation function, as a command carries it: rank 0
+    sends each worker its box of the array (point to point, after the batch), and the
+    worker's copy is an ``empty`` array of the whole shape with only that box filled
+    (memory is touched, and so taken, only there)."""
+
+    __slots__ = ("array", "boxes")
+
+    def __init__(self, array: np.ndarray, boxes: list) -> None:
+        self.array, self.boxes = array, boxes
+
+
+_outgoing: list = []  # rank 0: the `_Piece`s of the commands queued, sent with their batch
+
+
+def _scattered(name: str, args: tuple, kwargs: dict) -> tuple:
+    """``args`` with a large numpy first argument of a creation function replaced by a
+    `_Piece` when the result is cut into slabs (else ``args`` itself)."""
+    a = args[0] if args else None
+    if (
+        name not in _SCATTERING
+        or type(a) is not np.ndarray
+        or a.nbytes < _SCATTER_BYTES
+        or a.dtype.hasobject
+        or kwargs.get("ndmin")
+        or _comm[0].Get_size() == 1
+    ):
+        return args
+    from ._creation import distributor_for
+
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    try:
+        d = distributor_for(kwargs.get("dist"), a.shape, a.dtype if dtype is None else dtype)
+        d.bounds()  # slabs only
+    except Exception:  # the operation itself reports bad arguments
+        return args
+    if d.replicated:
+        return args
+    return (_Piece(a, [d.region(r) for r in range(d.comm.size)]), *args[1:])
+
+
+_INIT_ARGS = ("global_data", "global_shape", "dtype", "local_data", "local_shape",
+              "distribution_strategy", "comm", "copy", "axis")  # fmt: skip
+
+
+def _scattered_init(args: tuple, kwargs: dict) -> tuple:
+    """``(args, kwargs)`` of ``distributed_data_object(global_data=a, ...)`` (``args``
+    without ``self``), a large numpy ``a`` replaced by a `_Piece` when the strategy is
+    'equal' or 'fftw' (the layout every rank computes alike)."""
+    named = dict(zip(_INIT_ARGS, args))
+    a = named.get("global_data", kwargs.get("global_data"))
+    if type(a) is not np.ndarray or a.nbytes < _SCATTER_BYTES or a.dtype.hasobject:
+        return args, kwargs
+    from . import _config
+    from ._distributors import get_distributor
+
+    get = {**kwargs, **named}.get
+    strategy = get("distribution_strategy") or _config.default_strategy()
+    axis = get("axis", 0)
+    if (
+        strategy not in ("equal", "fftw")
+        or get("global_shape") is not None
+        or type(axis) is not int
+        or not 0 <= axis < a.ndim
+        or _comm[0].Get_size() == 1
+    ):
+        return args, kwargs
+    d = get_distributor(strategy, a.shape, default_comm(), axis)
+    piece = _Piece(a, [d.region(r) for r in range(d.comm.size)])
+    if "global_data" in named:
+        return (piece, *args[1:]), kwargs
+    return args, {**kwargs, "global_data": piece}
+
+
+def _send_pieces(pieces: list) -> None:
+    """Rank 0: every worker's box of each `_Piece` of the batch just sent."""
+    comm = _comm[0]
+    requests, sent = [], 0
+    for p in pieces:
+        for r in range(1, comm.Get_size()):
+            box = p.boxes[r]
+            if box and all(b > a for a, b in box):
+                part = np.ascontiguousarray(p.array[tuple(slice(a, b) for a, b in box)])
+                requests.append(comm.Isend([part, MPI.BYTE], dest=r, tag=_PIECE_TAG))
+                sent += part.nbytes
+    MPI.Request.Waitall(requests)
+    if _tr.active:
+        _tr.note("scatter", sent, 0, comm.Get_size())
+
+
+def _receive_piece(shape: tuple, dtype: Any, boxes: list) -> np.ndarray:
+    """A worker: the whole-shaped array of a `_Piece`, this rank's box received."""
+    out = np.empty(shape, dtype=dtype)
+    box = boxes[_comm[0].Get_rank()]
+    if box and all(b > a for a, b in box):
+        part = np.empty(tuple(b - a for a, b in box), dtype=dtype)
+        _comm[0].Recv([part, MPI.BYTE], source=0, tag=_PIECE_TAG)
+        out[tuple(slice(a, b) for a, b in box)] = part
+    return out
+
+
 class _Pickler(pickle.Pickler):
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) in _PLAIN:
             return None
+        if type(obj) is _Piece:
+            _outgoing.append(obj)
+            return ("piece", obj.array.shape, obj.array.dtype, obj.boxes)
         h = _handles.get(id(obj))
         if h is not None:
             if h[0] in _poisoned:
@@ -221,6 +330,8 @@ class _Unpickler(pickle.Unpickler):
     def persistent_load(self, pid: Any) -> Any:
         if pid == "world":
             return default_comm()
+        if pid[0] == "piece":
+            return _receive_piece(*pid[1:])
         try:
             return _objects[pid]
         except KeyError:
@@ -252,7 +363,7 @@ def _dumps(value: Any) -> bytes:
 _LOCAL = {"get_local_data", "set_local_data", "enumerate"}
 
 
-def _call(key: tuple, name: str, fn: Any, body: Any, args: tuple, kwargs: dict) -> Any:
+def _call(key: tuple, name: str, namer: Any, fn: Any, body: Any, args: tuple, kwargs: dict) -> Any:
     """Rank 0: queue the command of an outermost operation, run it here, name its results."""
     if name in _LOCAL or getattr(fn, "__d2o_numpy_only__", _never)(args, kwargs):
         return body(args, kwargs)
@@ -280,11 +391,18 @@ def _call(key: tuple, name: str, fn: Any, body: Any, args: tuple, kwargs: dict) 
     if code is None:
         code = _CODES[key] = len(_CODES)
         _new_codes[code] = key
+    if init:
+        sent_args, sent_kwargs = _scattered_init(args[1:], kwargs)
+    else:
+        sent_args, sent_kwargs = _scattered(name, args, kwargs), kwargs
+    n_out = len(_outgoing)
     try:
-        blob = _dumps((seq, code, args[1:] if init else args, kwargs, init))
+        blob = _dumps((seq, code, sent_args, sent_kwargs, init))
     except ControllerError:
+        del _outgoing[n_out:]
         raise
     except Exception as exc:
+        del _outgoing[n_out:]
         raise ControllerError(
             f"controller mode cannot send the arguments of {name!r} to the other ranks "
             f"({type(exc).__name__}: {exc}); pass arrays, numbers, strings or functions "
@@ -298,12 +416,19 @@ def _call(key: tuple, name: str, fn: Any, body: Any, args: tuple, kwargs: dict) 
     _flushed[0] = False
     try:
         if code in _talks or _ahead(args, kwargs) or key[1].startswith("d2o.io"):
+            if _tr.active:  # the operation's record, so that the command counts under it
+                rec = _tr.Record(name if namer is None else namer(args))
+                for t in _tr.active:
+                    t.records.append(rec)
+                _tr.current[0] = rec
             _send(current=True)
         res = body(args, kwargs)
     except BaseException as exc:
+        _tr.current[0] = None
         if _queue and _queue[-1] is entry:  # never sent: the workers never see it
             _queue.pop()
             _queued_bytes[0] -= len(blob)
+            del _outgoing[n_out:]
             if init:
                 _handles.pop(id(args[0]), None)
         else:
@@ -397,13 +522,17 @@ def _send(exit_code: int | None = None, current: bool = False) -> None:
     _flushed[0] = True
     if _tr.active:
         _tr.note("command", min(n + 8, _HEADER) + (n if n > _HEADER - 8 else 0), 0, comm.size)
+    pieces = _outgoing[:]
+    del _outgoing[:]
     _unagreed.extend(seqs[:-1] if current else seqs)
     if current and _unagreed:
         deferred = _unagreed[:]
         del _unagreed[:]
         first = _agree(_NONE)
-        if first != _NONE:
+        if first != _NONE:  # the workers skip the current command: keep its pieces
             raise _Abort(_failure(first, deferred))
+    if pieces:  # after the agreement: the workers take them in the current command
+        _send_pieces(pieces)
 
 
 def _agree(first_failed: int) -> int:

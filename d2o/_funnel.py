@@ -64,7 +64,8 @@ _depth = [0]
 
 
 #: While controller mode runs on rank 0 (`d2o._controller`): the function that sends each
-#: outermost call to the other ranks and runs it here: ``call(key, name, fn, body, args, kwargs)``.
+#: outermost call to the other ranks and runs it here:
+#: ``call(key, name, namer, fn, body, args, kwargs)``.
 controller: list = [None]
 
 
@@ -79,13 +80,15 @@ def _wrap(fn: Callable, name: str, namer: Callable | None, key: tuple = ()) -> C
         if _depth[0]:
             return fn(*args, **kwargs)  # an inner call: no record, no check
         if controller[0] is not None:
-            return controller[0](key, name, fn, body, args, kwargs)
+            return controller[0](key, name, namer, fn, body, args, kwargs)
         return body(args, kwargs)
 
     def body(args: tuple, kwargs: dict) -> Any:
         _depth[0] = 1
         try:
-            if _trace.active:  # first, so that the argument check counts under it
+            # first, so that the argument check counts under it (controller mode may have
+            # opened it already, to count the command it sent ahead)
+            if _trace.active and current[0] is None:
                 rec = Record(name if namer is None else namer(args))
                 for t in _trace.active:
                     t.records.append(rec)

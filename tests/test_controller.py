@@ -148,6 +148,21 @@ FEATURES = """
     print("worker handles bounded", float(sizes.max()) < 40)
     print("iterate", [float(v) for v in np.arange(5.0)])
     print("lambda", np.arange(4).apply_scalar_function(lambda v: v * 10).get_full_data())
+
+    # a large numpy array made distributed: each worker receives only its own part
+    big = numpy.arange(300_000.0).reshape(1000, 300)
+    with d2o.trace() as t:
+        xb = np.asarray(big)
+    moved = {c[1]: c[2] for c in t.calls}
+    mine = xb.local_shape[0] * 300 * 8
+    print("scatter", float(xb.sum()) == float(big.sum()), moved["command"] < 4096,
+          moved["scatter"] == big.nbytes - mine, xb.get_full_data().tolist() == big.tolist())
+    with d2o.trace() as t:
+        xd = d2o.distributed_data_object(big, distribution_strategy="fftw")
+    moved = {c[1]: c[2] for c in t.calls}
+    mine = xd.local_shape[0] * 300 * 8
+    print("scatter", moved["command"] < 4096, moved["scatter"] == big.nbytes - mine,
+          xd.get_full_data().tolist() == big.tolist())
     sys.exit(4)
 """
 
@@ -183,6 +198,8 @@ def test_script_prints_once_errors_reach_it_and_status_is_its_own(tmp_path, n):
         "worker handles bounded True",
         "iterate [0.0, 1.0, 2.0, 3.0, 4.0]",
         "lambda [ 0 10 20 30]",
+        "scatter True True True True",
+        "scatter True True True",
     ], got.stdout
     assert "Traceback" not in got.stderr, got.stderr
 
