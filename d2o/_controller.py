@@ -7,25 +7,30 @@ script is sequential: it prints once, opens files once, needs no ``if rank == 0`
 How it works.  Every public operation already passes the funnel (`d2o._funnel`).  In
 controller mode the funnel hands each outermost call on rank 0 to `_call`, which
 
-* pickles a *command* (the operation's key, its arguments with every d2o object
+* pickles a *command* (the operation's number, its arguments with every d2o object
   replaced by a handle) and queues it;
+* sends it at once when the operation has a large operand (`_ahead`), none (creation),
+  or communicated the last time it ran, so that the workers compute while rank 0 does;
+  otherwise the queue travels as one batch on rank 0's next MPI call (a chain of small
+  element-wise operations costs one message), at 64 commands, or when the program ends;
 * runs the operation on rank 0 as usual (rank 0 holds and computes its own piece);
-* sends the queued commands in one message (a batch) only when rank 0 is about to
-  communicate, that is, on its first MPI call, so a chain of element-wise operations
-  costs one message; and at 64 queued commands, or when the program ends;
 * numbers the d2o objects the operation returns: handles ``(command, position)``,
   which the workers assign to their own results in the same order.
 
 Only this metadata travels from rank 0 (recorded in a trace as ``command`` calls);
-array data moves only as the operations themselves move it.  Handles freed on rank 0
-(garbage collection) are freed on the workers with the next batch.
+array data moves only as the operations themselves move it, except that a large numpy
+array made distributed by a creation function is scattered (`_Piece`: each worker
+receives its box).  Handles freed on rank 0 (garbage collection) are freed on the
+workers with the next batch, before the commands queued after their death.
 
 Errors: an operation that fails on rank 0 before anything was sent is dropped from
 the queue (the workers never see it); one that fails later is failed on every rank by
-d2o's agreed errors, and its results are discarded everywhere.  A worker whose part
-fails alone reports the exception, which is raised in the script at the end of the
-next operation.  Ctrl-C (SIGINT) on rank 0 is held back while a sent operation runs
-and raised as KeyboardInterrupt when it has finished, so the workers stay in step.
+d2o's agreed errors, and its results are discarded everywhere.  Before a command that
+communicates, the ranks agree on the queued ones (one Allreduce, only when some were
+queued): a failure on a worker is raised in the script then, the command skipped
+everywhere, so nothing waits in a collective alone.  Ctrl-C (SIGINT) on rank 0 is
+held back while a sent operation runs and raised as KeyboardInterrupt when it has
+finished, so the workers stay in step.
 """
 
 from __future__ import annotations
