@@ -364,13 +364,22 @@ def _dumps(value: Any) -> bytes:
 
 # -- rank 0 ------------------------------------------------------------------------------
 
-#: Operations that rank 0 runs alone: they act on its own piece, communicating nothing.
-_LOCAL = {"get_local_data", "set_local_data", "enumerate"}
+#: Access to one rank's own piece: from a script that only rank 0 runs it would touch
+#: rank 0's piece alone (SPMD code filling ``local_array`` would leave the others'
+#: pieces empty), so it is refused.
+_LOCAL = {"get_local_data", "set_local_data", "enumerate", "local_array"}
 
 
 def _call(key: tuple, name: str, namer: Any, fn: Any, body: Any, args: tuple, kwargs: dict) -> Any:
     """Rank 0: queue the command of an outermost operation, run it here, name its results."""
-    if name in _LOCAL or getattr(fn, "__d2o_numpy_only__", _never)(args, kwargs):
+    if name in _LOCAL:
+        raise ControllerError(
+            f"x.{name} is one rank's own piece, but a controller-mode script runs on rank 0 "
+            "only, so the other ranks' pieces would not be touched: read with "
+            "get_full_data() or indexing, write with d2o operations (x[...] = ..., "
+            "apply_generator), or run the script SPMD: mpiexec -n P python script.py"
+        )
+    if getattr(fn, "__d2o_numpy_only__", _never)(args, kwargs):
         return body(args, kwargs)
     special = _SPECIAL.get(name)
     if special is not None:
@@ -813,7 +822,11 @@ def serve() -> int:
 #: Operations the funnel does not record but controller mode must send: properties that
 #: make arrays, random numbers, layouts, options, and the d2o.numpy submodules' own.
 _EXTRA: tuple = (
-    ("d2o._d2o", "distributed_data_object", ("T", "mT", "real", "imag")),
+    (
+        "d2o._d2o",
+        "distributed_data_object",
+        ("T", "mT", "real", "imag", "get_local_data", "set_local_data", "local_array"),
+    ),
     ("d2o._random", "Generator", None),
 )
 _EXTRA_FUNCTIONS: tuple = (

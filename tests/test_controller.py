@@ -130,6 +130,10 @@ FEATURES = """
         x.get_data(slice(0, 2), local_keys=True)
     except RuntimeError as exc:
         print("local_keys:", type(exc).__name__)
+    try:
+        x.local_array[:] = 0  # SPMD code filling each rank's piece: refused here
+    except RuntimeError as exc:
+        print("local piece:", type(exc).__name__, float(x.sum()))
 
     # what travels: the operations' own bytes, plus small commands
     with d2o.trace() as t:
@@ -186,15 +190,16 @@ def test_script_prints_once_errors_reach_it_and_status_is_its_own(tmp_path, n):
         "ZeroDivisionError: too high | (raised on rank "
         f"{n - 1} in the d2o operation 'apply_scalar_function')"
     ), got.stdout
-    assert lines[7:13] == [
+    assert lines[7:14] == [
         "z refused: True",
         "after 210.0",
         "ControllerError True",
         "local_keys: ControllerError",
+        "local piece: ControllerError 190.0",
         "command bytes True True",
         "data calls [('sum', 'Allgather')]",
     ], got.stdout
-    assert lines[13:] == [
+    assert lines[14:] == [
         "worker handles bounded True",
         "iterate [0.0, 1.0, 2.0, 3.0, 4.0]",
         "lambda [ 0 10 20 30]",
