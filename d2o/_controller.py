@@ -35,6 +35,7 @@ finished, so the workers stay in step.
 
 from __future__ import annotations
 
+import _signal
 import collections
 import functools
 import importlib
@@ -42,6 +43,7 @@ import io
 import os
 import pickle
 import signal
+import struct
 import sys
 import threading
 import time
@@ -102,8 +104,9 @@ _refs: dict = {}  # rank 0: handle -> weak reference (its callback frees the han
 _flushed = [False]  # the running operation's command was sent
 #: [a sent operation is running, an interrupt came meanwhile, the handler put aside]
 _sigint: list = [False, False, None]
-_headers = (np.zeros(_HEADER, dtype=np.uint8), np.zeros(_HEADER, dtype=np.uint8))
+_headers = (bytearray(_HEADER), bytearray(_HEADER))  # length (int64) + a small batch
 _requests: list = [None, None]
+_LENGTH = struct.Struct("<q")
 _turn = [0]
 _CODES: dict = {}  # rank 0: operation key -> its number in commands
 #: Rank 0: operations that communicated when last called; they are sent before rank 0
@@ -141,7 +144,14 @@ def _results(res: Any, out: list) -> list:
     return out
 
 
+#: Result types that never need a handle (the common scalar results, checked first).
+_PLAIN_RESULTS = frozenset((type(None), bool, int, float, complex, np.float64, np.int64,
+                            np.bool_, np.ndarray))  # fmt: skip
+
+
 def _name_results(res: Any, seq: int, pos: int) -> None:
+    if type(res) in _PLAIN_RESULTS:
+        return
     for obj in _results(res, []):
         if id(obj) not in _handles:
             _register(obj, (seq, pos))
@@ -525,9 +535,9 @@ def _send(exit_code: int | None = None, current: bool = False) -> None:
     head = _headers[k]
     if _requests[k] is not None:
         _requests[k].Wait()
-    head[:8] = np.frombuffer(np.int64(n).tobytes(), dtype=np.uint8)
+    _LENGTH.pack_into(head, 0, n)
     if n <= _HEADER - 8:
-        head[8 : 8 + n] = np.frombuffer(payload, dtype=np.uint8)
+        head[8 : 8 + n] = payload
         _requests[k] = comm.Ibcast([head, MPI.BYTE], root=0)
     else:
         comm.Ibcast([head, MPI.BYTE], root=0).Wait()
@@ -631,7 +641,8 @@ def _on_sigint(signum: int, frame: Any) -> None:
 def _hold_sigint() -> None:
     if not _sigint[0]:
         _sigint[0] = True
-        if signal.getsignal(signal.SIGINT) is not _on_sigint:  # IPython set its own
+        # (the C function: signal.getsignal's enum conversion costs microseconds)
+        if _signal.getsignal(signal.SIGINT) is not _on_sigint:  # IPython set its own
             install_sigint()
 
 
@@ -740,7 +751,9 @@ def _execute(blob: bytes) -> int | None:
         seq, code, args, kwargs, init = _Unpickler(io.BytesIO(blob)).load()
         key = _KEYS[code]
         name = key[-1]
-        fn = _resolve(key)
+        fn = _FNS.get(code)
+        if fn is None:  # (a wrapper the funnel installs again later still works alike)
+            fn = _FNS[code] = _resolve(key)
         if init:
             cls = _class(key)
             obj = cls.__new__(cls)
@@ -754,6 +767,7 @@ def _execute(blob: bytes) -> int | None:
     return None
 
 
+_FNS: dict = {}  # workers: operation number -> the operation (resolved once)
 _pending_reports: list = []
 
 
@@ -768,6 +782,10 @@ def _report(seq: int, name: str, exc: BaseException) -> None:
     _pending_reports.append(_comm[0].isend(msg, dest=0, tag=_ERR_TAG))
 
 
+def _position(freed: tuple) -> int:
+    return freed[1]
+
+
 def serve() -> int:
     """Ranks > 0: run the commands rank 0 sends until it says the program ended.
 
@@ -776,19 +794,21 @@ def serve() -> int:
     comm = _comm[0]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's to handle
     warnings.simplefilter("ignore")  # rank 0 shows the warnings of its own part
-    head = np.zeros(_HEADER, dtype=np.uint8)
+    head = bytearray(_HEADER)
     first, unagreed = _NONE, False
     while True:
         _wait(comm.Ibcast([head, MPI.BYTE], root=0))
-        n = int(head[:8].view(np.int64)[0])
+        n = _LENGTH.unpack_from(head, 0)[0]
         if n <= _HEADER - 8:
-            payload: Any = head[8 : 8 + n].tobytes()
+            payload: Any = bytes(head[8 : 8 + n])
         else:
             payload = np.empty(n, dtype=np.uint8)
             comm.Bcast([payload, MPI.BYTE], root=0)
         cmds, codes, freed, discard, exit_code, current = pickle.loads(payload)
-        _KEYS.update(codes)
-        freed.sort(key=lambda f: f[1])
+        if codes:
+            _KEYS.update(codes)
+        if len(freed) > 1:
+            freed.sort(key=_position)
         deferred = cmds[:-1] if current else cmds
         k = 0
         for i, blob in enumerate(deferred):  # after a failure, later ones wait for agreement
@@ -812,7 +832,8 @@ def serve() -> int:
         for s in discard:
             for h in [h for h in _objects if h[0] == s]:
                 _drop(h)
-        _pending_reports[:] = [r for r in _pending_reports if not r.Test()]
+        if _pending_reports:
+            _pending_reports[:] = [r for r in _pending_reports if not r.Test()]
         if exit_code is not None:
             return int(exit_code)
 
