@@ -157,15 +157,11 @@ def options(**kwargs: Any) -> Iterator[None]:
     for name, value in kwargs.items():
         _check(name, value)
     saved = {k: _OPTIONS[k] for k in kwargs}
-    _OPTIONS.update(kwargs)
-    if "check_args" in kwargs:
-        _sync_funnel()
+    set_options(**kwargs)  # (in controller mode, `d2o.run`, a command to every rank)
     try:
         yield
     finally:
-        _OPTIONS.update(saved)
-        if "check_args" in kwargs:
-            _sync_funnel()
+        set_options(**saved)
 
 
 _env_gather = os.environ.get("D2O_GATHER")

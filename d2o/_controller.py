@@ -882,29 +882,6 @@ def _register_extra() -> None:
         _funnel.register_functions(mod_name, list(names))
 
 
-class _Options:
-    """``d2o.options(...)`` in controller mode: set and restore on every rank."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        from ._config import _check
-
-        for name, value in kwargs.items():
-            _check(name, value)
-        self.kwargs = kwargs
-        self.saved: dict = {}
-
-    def __enter__(self) -> None:
-        from . import _config
-
-        self.saved = {k: _config.get_option(k) for k in self.kwargs}
-        _config.set_options(**self.kwargs)
-
-    def __exit__(self, *exc: Any) -> None:
-        from . import _config
-
-        _config.set_options(**self.saved)
-
-
 def _refuse(what: str) -> Any:
     raise ControllerError(
         f"{what} is not available in controller mode: only rank 0 runs the script, so a "
@@ -942,11 +919,15 @@ def _script_comm() -> Any:
     return _SCRIPT_COMM[0]
 
 
-def _comm_property(self: Any) -> Any:
-    if role[0] == "controller" and not _funnel._depth[0]:
-        return _SCRIPT_COMM[0]
-    c = self.distributor.comm
-    return c if c.mpi is None else c.mpi
+def _script_comm_of(fget: Any) -> property:
+    """``x.comm``: `_ScriptComm` for the script on rank 0, else ``fget``'s (d2o's own)."""
+
+    def comm(self: Any) -> Any:
+        if role[0] == "controller" and not _funnel._depth[0]:
+            return _SCRIPT_COMM[0]
+        return fget(self)
+
+    return property(comm, doc=fget.__doc__)
 
 
 _COMM_METHODS = (
@@ -973,31 +954,22 @@ def _start(rank: int) -> None:
     import d2o
     import d2o.numpy  # noqa: F401 - every rank knows every operation from the start
 
-    from . import _config, _d2o
-
     _register_extra()
     _funnel.controlled[0] = True
     _funnel._uninstall()
     _funnel.activate()
-    d2o.distributed_data_object.comm = property(  # type: ignore[method-assign,assignment]
-        _comm_property, doc=_d2o_comm_doc()
-    )
+    D = d2o.distributed_data_object
+    D.comm = _script_comm_of(D.__dict__["comm"].fget)  # type: ignore[method-assign,assignment]
     if rank == 0:
         role[0] = "controller"
         for m in _COMM_METHODS:
             setattr(Comm, m, _guard(getattr(Comm, m)))
         _funnel.controller[0] = _call
         install_sigint()
-        d2o.options = _config.options = _Options  # type: ignore[assignment,misc]
         _SCRIPT_COMM[0] = _ScriptComm(world.size)
         d2o.default_comm = _script_comm  # type: ignore[assignment]
     else:
         role[0] = "worker"
-    del _d2o
-
-
-def _d2o_comm_doc() -> str:
-    return "The communicator (mpi4py's, or the serial stand-in); refused in controller mode."
 
 
 def start_controller() -> bool:

@@ -151,6 +151,15 @@ FEATURES = """
     )
     print("worker handles bounded", float(sizes.max()) < 40)
     print("iterate", [float(v) for v in np.arange(5.0)])
+
+    # options are set, and restored, on every rank
+    def limits():
+        each = np.arange(float(comm.size), dist="equal")
+        return each.apply_scalar_function(lambda v: float(d2o.get_option("fallback_limit")))
+
+    with d2o.options(fallback_limit=123):
+        inside = limits().get_full_data().tolist()
+    print("options", inside == [123.0] * comm.size, float(limits().min()) == 16 << 20)
     print("lambda", np.arange(4).apply_scalar_function(lambda v: v * 10).get_full_data())
 
     # a large numpy array made distributed: each worker receives only its own part
@@ -202,6 +211,7 @@ def test_script_prints_once_errors_reach_it_and_status_is_its_own(tmp_path, n):
     assert lines[14:] == [
         "worker handles bounded True",
         "iterate [0.0, 1.0, 2.0, 3.0, 4.0]",
+        "options True True",
         "lambda [ 0 10 20 30]",
         "scatter True True True True",
         "scatter True True True",
