@@ -18,10 +18,11 @@ import numpy as np
 
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, index_of, like
+from ._halo import Parts, rows_for, slab_rows
 from ._layout import is_mesh, moved
 from ._redistribution import exchange, redistribute
 
-__all__ = ["align", "align_out", "result_layout", "SCALARS"]
+__all__ = ["align", "align_out", "align_parts", "result_layout", "SCALARS"]
 
 SCALARS = (int, float, complex, bool, np.generic)
 
@@ -54,6 +55,27 @@ def result_layout(operands: list, shape: tuple) -> Distributor:
     if fallback is not None:
         return like(fallback, shape, axis=0) if shape else get_distributor("not", shape, comm)
     return get_distributor("not", shape, comm)
+
+
+def align_parts(x: Any, target: Distributor) -> Parts | None:
+    """``x``'s rows for this rank's piece of ``target`` as `Parts` (own rows in place,
+    boundary rows from the neighbours) where both are slabs along the same axis of ``x``
+    but cut differently (a shifted view); None otherwise, communicating nothing.
+
+    Collective (point to point) when it returns Parts.  The answer depends on the
+    layouts only, so every rank takes the same branch."""
+    if not isinstance(x, D2O):
+        return None
+    d = x.distributor
+    if d is target or not (slab_rows(d) and slab_rows(target)):
+        return None
+    k = target.axis - (target.ndim - x.ndim)  # type: ignore[operator]
+    if k < 0 or d.axis != k or x.shape[k] != target.global_shape[target.axis]:  # type: ignore[index]
+        return None
+    tb = target.bounds()
+    if d.bounds() == tb:
+        return None
+    return rows_for(x.data, d, [(tb[r], tb[r + 1]) for r in range(d.comm.size)])
 
 
 def align(x: Any, target: Distributor) -> Any:

@@ -196,6 +196,18 @@ class Comm:
             _tr.note("Alltoallv", (sum(sc) - sc[me]) * item, (sum(rc) - rc[me]) * item, self.size)
             _tr.note_temp(recv.nbytes)
 
+    def Sendrecv_many(self, sends: list, recvs: list) -> None:
+        """Point-to-point: send each ``(peer, contiguous array)`` of ``sends`` and receive
+        into each ``(peer, contiguous array)`` of ``recvs`` (non-blocking, then wait for
+        all).  Only the ranks named talk; every pair must name each other alike."""
+        tag = _P2P_TAG
+        reqs = [self.mpi.Irecv([buf, MPI.BYTE], source=p, tag=tag) for p, buf in recvs]
+        reqs += [self.mpi.Isend([buf, MPI.BYTE], dest=p, tag=tag) for p, buf in sends]
+        MPI.Request.Waitall(reqs)
+        if _tr.active:
+            sent = sum(buf.nbytes for _, buf in sends)
+            _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2)
+
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""
         self.mpi.send(value, dest=dest, tag=tag)
@@ -237,6 +249,8 @@ else:  # pragma: no cover
 
 
 _TYPE_CACHE: dict = {}
+#: the tag of `Comm.Sendrecv_many` (apart from the pickled ``send``/``recv``'s default 0)
+_P2P_TAG = 7301
 _FLAG_SEND = np.zeros(1, dtype=np.int8)
 _FLAG_RECV = np.zeros(1, dtype=np.int8)
 

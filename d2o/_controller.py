@@ -932,7 +932,7 @@ def _script_comm_of(fget: Any) -> property:
 
 _COMM_METHODS = (
     "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-    "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "send", "recv", "Split",
+    "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
 )  # fmt: skip
 
 

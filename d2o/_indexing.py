@@ -58,6 +58,7 @@ from ._errors import (
 )
 from ._fancy import get_rows, row_key, set_rows
 from ._funnel import _on_slabs
+from ._halo import Parts, rows_for, slab_rows
 from ._keys import (
     Key,
     broadcast_index_shapes,
@@ -655,6 +656,19 @@ def _value_parts(value: D2O, R: tuple, box_of) -> np.ndarray:
     return exchange(vd.comm, data, have, want)
 
 
+def _write_parts(dest: np.ndarray | None, parts: Parts) -> None:
+    """Write `Parts` into ``dest``: the rows held here first (numpy copes with overlap
+    between the value and ``dest``), then the received ones."""
+    if dest is None:
+        return
+    pieces = list(parts.pieces)
+    if parts.own > 0:
+        pieces.insert(0, pieces.pop(parts.own))
+    for lo, hi, arr in pieces:
+        if hi > lo:
+            dest[(slice(None),) * parts.axis + (slice(lo, hi),)] = arr
+
+
 def _set(obj: D2O, key: Any, value: Any) -> None:
     d = obj.distributor
     comm = d.comm
@@ -699,12 +713,23 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         offs = d.bounds()
         ranges = [jrange(start, step, n, offs[r], offs[r + 1]) for r in range(comm.size)]
         j0, j1 = ranges[comm.rank]
+        idx = emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})
+        if (
+            dval is not None
+            and dval.shape == R
+            and dval.distributor.axis == o
+            and slab_rows(dval.distributor)
+            and not k.advanced
+        ):  # a shifted slab value (a stencil's result): boundary rows only, written in place
+            parts = rows_for(dval.data, dval.distributor, ranges)
+            _write_parts(obj.data[idx] if j1 > j0 else None, parts)
+            return None
         if dval is not None:
             part = _value_parts(dval, R, lambda r: _box_along(R, o, *ranges[r]))
         else:
             part = _cut(val, R, o, j0, j1)
         if j1 > j0:
-            obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})] = part
+            obj.data[idx] = part
         return None
     if e[0] == "i":
         idx = e[2]

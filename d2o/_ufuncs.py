@@ -16,14 +16,18 @@ result.
 
 from __future__ import annotations
 
+import dis
+import sys
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
 
-from ._align import SCALARS, _shape_of, align, align_out, result_layout
+from ._align import SCALARS, _shape_of, align, align_out, align_parts, result_layout
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor
 from ._errors import agreed, defer
+from ._halo import Parts
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
 
@@ -66,13 +70,19 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             target = outs[0].distributor
         else:
             target = result_layout(list(inputs), shape)
-    local_in = [align(x, target) for x in inputs]
     where = kwargs.get("where", True)
+    # shifted slab operands come as Parts (boundary rows only); others aligned whole
+    local_in = [align_parts(x, target) if where is True else None for x in inputs]
+    local_in = [align(x, target) if p is None else p for x, p in zip(inputs, local_in)]
     if where is not True:
         kwargs["where"] = align(where, target)
-    if outs:
-        kwargs["out"] = tuple(None if o is None else align_out(o, target) for o in outs)
-    result = ufunc(*local_in, **kwargs)
+    local_out = tuple(None if o is None else align_out(o, target) for o in outs)
+    if any(isinstance(x, Parts) for x in local_in):
+        result = _segmented(ufunc, local_in, shapes, local_out, kwargs, target)
+    else:
+        if outs:
+            kwargs["out"] = local_out
+        result = ufunc(*local_in, **kwargs)
     if outs:
         wrapped = tuple(
             o if o is not None else _from_local(r, target)
@@ -80,6 +90,56 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         )
         return wrapped if len(wrapped) > 1 else wrapped[0]
     return _wrap(result, target)
+
+
+def _segmented(
+    ufunc: np.ufunc, ins: list, shapes: list, outs: tuple, kwargs: dict, target: Distributor
+) -> Any:
+    """``ufunc`` on this rank's piece of ``target`` where some operands are `Parts`: one
+    call per run of rows that lies inside one piece of every operand, written into the
+    result (no operand is copied whole).  ``shapes``: the operands' global shapes (an
+    operand of extent 1 along the split axis broadcasts).  Local."""
+    parts = [x for x in ins if isinstance(x, Parts)]
+    if any(o is not None and p.shares_memory(o) for o in outs for p in parts):
+        # an output overlapping a shifted input: numpy's semantics need whole copies
+        ins = [x.assemble() if isinstance(x, Parts) else x for x in ins]
+        return ufunc(*ins, out=outs, **kwargs) if outs else ufunc(*ins, **kwargs)
+    k, nd = target.axis, target.ndim
+    assert k is not None
+
+    def cut(x: Any, shape: tuple, lo: int, hi: int) -> Any:
+        if isinstance(x, Parts):
+            return x.segment(lo, hi)
+        kk = k - (nd - len(shape))
+        if isinstance(x, np.ndarray) and kk >= 0 and shape[kk] != 1:
+            return x[(slice(None),) * kk + (slice(lo, hi),)]
+        return x
+
+    def call(lo: int, hi: int, out: tuple | None) -> Any:
+        args = [cut(x, sh, lo, hi) for x, sh in zip(ins, shapes)]
+        if out is None:
+            return ufunc(*args, **kwargs)
+        rows = (slice(None),) * k + (slice(lo, hi),)  # outputs have the target's shape
+        return ufunc(*args, out=tuple(o[rows] for o in out), **kwargs)
+
+    # one call on empty rows first, on every rank (even one holding nothing): numpy's
+    # result dtypes, and its type and casting errors raised everywhere alike
+    if outs and all(o is not None for o in outs):
+        call(0, 0, outs)
+    else:
+        probe = call(0, 0, None)
+        probe = probe if isinstance(probe, tuple) else (probe,)
+        given = outs or (None,) * len(probe)
+        outs = tuple(
+            np.empty(target.local_shape, dtype=r.dtype) if o is None else o
+            for o, r in zip(given, probe)
+        )
+    n = target.local_shape[k]
+    edges = sorted(set().union(*(p.cuts() for p in parts)) | {0, n})
+    for lo, hi in zip(edges, edges[1:]):
+        if hi > lo:
+            call(lo, hi, outs)
+    return outs if len(outs) > 1 else outs[0]
 
 
 def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -144,11 +204,95 @@ def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any
 # The operators' fast paths (scalars, operands of the very same layout) apply Python's
 # operator to the local ndarray, so numpy's operator special cases (``a ** 2`` is
 # ``square``) hold too; everything else is `apply_ufunc`.
+#
+# Temporaries are reused, as numpy does for its own: in ``0.25 * (a + b + c)`` the
+# result of ``a + b`` is referenced by the interpreter's stack alone, so ``+ c`` and
+# ``0.25 *`` may write into its piece instead of allocating (and first touching) a new
+# one.  An operand is such a temporary when its reference count inside `binary` or
+# `reflected` is the count `_calibrate` measured for one, its piece is large, owns its
+# memory and is referenced by nothing else (no view, no local_data handed out), and the
+# result has its dtype and shape, and the calling frame is executing a binary operator
+# (an explicit ``x.__add__(y)`` of a named ``x`` shows the same count; numpy inspects its C
+# stack for the same reason).  Any wrapper in between (the trace, controller mode) raises
+# the count or hides the operator, which only switches the reuse off.
+
+_ELIDE_BYTES = 256 * 1024  # numpy's threshold for its own temporaries
+
+
+def _probe_refs(self: Any, other: Any) -> int:
+    return getrefcount(self)
+
+
+class _Probe:
+    def __add__(self, other: Any) -> int:
+        return _probe_refs(self, other)
+
+    __radd__ = __add__
+
+
+def _calibrate() -> int | None:
+    """The reference count of a temporary operand inside `binary` (the same call depth),
+    or None where a named operand shows no more (then nothing is reused)."""
+    named = _Probe()
+    in_named, in_temp = named + 0, _Probe() + 0
+    r_named, r_temp = 0 + named, 0 + _Probe()
+    if in_temp == r_temp and in_named > in_temp and r_named > r_temp:
+        return in_temp
+    return None  # pragma: no cover - an interpreter that borrows stack references
+
+
+# 3.10's frames count differently; not measured there, so nothing is reused
+_TEMP = _calibrate() if sys.version_info >= (3, 11) else None
+
+
+_OPERATOR_CODES = frozenset(
+    code for name, code in dis.opmap.items() if name.startswith(("BINARY_", "INPLACE_"))
+) - {dis.opmap.get("BINARY_SUBSCR")}
+
+
+def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
+    """Compute ``self <op> other`` (``other <op> self`` with ``swap``) into self's piece
+    when self is a temporary that can hold the result (see above); False otherwise."""
+    data = self.data
+    if data.nbytes < _ELIDE_BYTES or ufunc is np.power or getrefcount(data) != 3:
+        return False  # 3: self.data, `data`, getrefcount's argument
+    if data.base is not None or not data.flags.writeable:
+        return False
+    caller = sys._getframe(3)  # _reuse <- binary/reflected <- __add__ <- the caller
+    if caller.f_code.co_code[caller.f_lasti] not in _OPERATOR_CODES:
+        return False
+    if isinstance(other, D2O):
+        kind: Any = other.dtype
+        shape = other.shape
+    elif isinstance(other, (int, float, complex)) and not isinstance(other, np.generic):
+        kind, shape = type(other), ()
+    elif isinstance(other, (np.ndarray, np.generic)):
+        kind, shape = other.dtype, other.shape
+    else:
+        return False
+    try:
+        ins = (kind, data.dtype) if swap else (data.dtype, kind)
+        if ufunc.resolve_dtypes((*ins, None))[-1] != data.dtype:
+            return False
+        if np.broadcast_shapes(self.shape, shape) != self.shape:
+            return False
+    except Exception:
+        return False
+    if isinstance(other, D2O) and other.distributor is not self.distributor:
+        apply_ufunc(ufunc, "__call__", (other, self) if swap else (self, other), {"out": (self,)})
+        return True
+    local = other.data if isinstance(other, D2O) else other
+    if isinstance(other, np.ndarray) and not self.distributor.replicated:
+        local = align(other, self.distributor)
+    ufunc(*((local, data) if swap else (data, local)), out=data)
+    return True
 
 
 def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``self <op> other``."""
     try:
+        if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
+            return self
         if isinstance(other, _SCALARS):
             return _from_local(pyop(self.data, other), self.distributor)
         if isinstance(other, D2O):
@@ -166,6 +310,8 @@ def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``other <op> self`` (``__radd__``, ...)."""
     if isinstance(other, _SCALARS):
         try:
+            if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, True):
+                return self
             return _from_local(pyop(other, self.data), self.distributor)
         except Exception as exc:
             failed = _failed(exc, self.distributor, ufunc, [other, self.data])

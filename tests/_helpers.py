@@ -170,3 +170,25 @@ def traced_peak(fn, attempts: int = 2):
             tracemalloc.stop()
         best = peak if best is None else min(best, peak)
     return result, best
+
+
+def spy_sends(monkeypatch) -> list:
+    """Record, per data-moving call, ``(kind, the ranks this one sends to)``: ``Alltoallw``
+    exchanges and ``Sendrecv`` (point to point)."""
+    from d2o._comm import Comm
+
+    seen: list = []
+    orig_w, orig_p = Comm.Alltoallw, Comm.Sendrecv_many
+
+    def spy_w(self, send, sendtypes, recv, recvtypes, *displs):
+        peers = {r for r, (c, _) in enumerate(sendtypes) if c and r != self.rank}
+        seen.append(("Alltoallw", peers))
+        return orig_w(self, send, sendtypes, recv, recvtypes, *displs)
+
+    def spy_p(self, sends, recvs):
+        seen.append(("Sendrecv", {p for p, _ in sends}))
+        return orig_p(self, sends, recvs)
+
+    monkeypatch.setattr(Comm, "Alltoallw", spy_w)
+    monkeypatch.setattr(Comm, "Sendrecv_many", spy_p)
+    return seen

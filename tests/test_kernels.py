@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import make, mesh_of
+from _helpers import make, mesh_of, spy_sends
 
 import d2o
 import d2o.fft
 import d2o.numpy as dnp
 from d2o import default_comm
-from d2o._comm import Comm
 from d2o._redistribution import same_pieces
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
@@ -146,28 +145,15 @@ def test_pencil_fft_communication_on_a_square_mesh():
 # -- stencils: what a Jacobi step moves ----------------------------------------------------
 
 
-def _peers(monkeypatch) -> list:
-    """Record, per data-moving call, the ranks this one sends to."""
-    seen: list = []
-    orig = Comm.Alltoallw
-
-    def spy(self, send, sendtypes, recv, recvtypes, *displs):
-        seen.append({r for r, (c, _) in enumerate(sendtypes) if c and r != self.rank})
-        return orig(self, send, sendtypes, recv, recvtypes, *displs)
-
-    monkeypatch.setattr(Comm, "Alltoallw", spy)
-    return seen
-
-
 @pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
 def test_jacobi_step_moves_boundary_rows_to_neighbours(strategy, monkeypatch):
     n = 40
     U = np.random.default_rng(1).random((n, n))
     u = make(U.copy(), strategy)
-    seen = _peers(monkeypatch)
+    calls = spy_sends(monkeypatch)
     with d2o.options(check_args=False), d2o.trace() as t:
         u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
-    seen = list(seen)  # the step's exchanges only (the check below gathers)
+    seen = [peers for _, peers in calls]  # the step's exchanges only (the check gathers)
     U[1:-1, 1:-1] = 0.25 * (U[:-2, 1:-1] + U[2:, 1:-1] + U[1:-1, :-2] + U[1:-1, 2:])
     assert_equal_to_numpy(u, U)
     me = default_comm().rank

@@ -1,0 +1,139 @@
+"""Shifted slab operands (stencils): element-wise operations and assignments between views
+cut differently move boundary rows point to point and never copy an operand whole; the
+results are numpy's, on every slab layout, split axis, dtype and tiny shape (ranks
+holding nothing included)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import make, sample, spy_sends
+
+import d2o
+from d2o import default_comm
+from d2o.testing import assert_equal_to_numpy, collective_assert
+
+P = default_comm().size
+SLABS = [("equal", 0), ("fftw", 0), ("freeform", 0), ("equal", 1), ("freeform", 1)]
+
+
+def _cut(axis: int, sl: slice, ndim: int = 2) -> tuple:
+    return (slice(None),) * axis + (sl,) + (slice(None),) * (ndim - axis - 1)
+
+
+@pytest.mark.parametrize("strategy,axis", SLABS)
+@pytest.mark.parametrize("n", [0, 1, 3, 7, 12])
+def test_shifted_sum_against_numpy(strategy, axis, n):
+    A = sample((n + 2, 5) if axis == 0 else (5, n + 2), "float64", seed=n)
+    a = make(A, strategy, axis)
+    lo, hi, mid = _cut(axis, slice(None, -2)), _cut(axis, slice(2, None)), _cut(axis, slice(1, -1))
+    assert_equal_to_numpy(a[lo] + a[hi], A[lo] + A[hi])
+    assert_equal_to_numpy(a[lo] - 2 * a[hi] * a[mid], A[lo] - 2 * A[hi] * A[mid])
+    assert_equal_to_numpy(np.maximum(a[hi], a[lo]), np.maximum(A[hi], A[lo]))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "uint64", "float32", "complex128"])
+@pytest.mark.parametrize("strategy", ["equal", "freeform"])
+def test_shifted_operands_keep_numpy_dtypes(dtype, strategy):
+    A = sample((11, 3), dtype, seed=3, positive=True)
+    a = make(A, strategy)
+    for r, R in [(a[:-3] * a[3:], A[:-3] * A[3:]), (a[1:] == a[:-1], A[1:] == A[:-1])]:
+        assert_equal_to_numpy(r, R)
+        assert r.dtype == R.dtype
+    if dtype not in ("bool", "complex128"):
+        q, m = np.divmod(a[2:], a[:-2] + 1)  # two outputs, segment by segment
+        Q, M = np.divmod(A[2:], A[:-2] + 1)
+        assert_equal_to_numpy(q, Q)
+        assert_equal_to_numpy(m, M)
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+def test_shifted_operand_broadcast_and_out(strategy):
+    A = sample((10, 4), "float64", seed=5)
+    B = sample((4,), "float64", seed=6)
+    a = make(A, strategy)
+    assert_equal_to_numpy(a[1:] * B + a[:-1], A[1:] * B + A[:-1])
+    c = make(np.zeros((9, 4)), strategy)
+    np.add(a[1:], a[:-1], out=c)  # out on a third layout
+    assert_equal_to_numpy(c, A[1:] + A[:-1])
+    v = a[1:]
+    w = a[:-1]
+    res = np.multiply(w, v, out=v)  # the output is the shifted input's own memory
+    A[1:] = A[:-1] * A[1:]
+    assert res is v
+    assert_equal_to_numpy(a, A)
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+def test_in_place_on_overlapping_views(strategy):
+    A = sample((13, 3), "int64", seed=7)
+    a = make(A, strategy)
+    v = a[1:]
+    v += a[:-1]  # reads rows that the write changes: numpy reads them first
+    A[1:] += A[:-1]
+    assert_equal_to_numpy(a, A)
+
+
+@pytest.mark.parametrize("strategy,axis", SLABS)
+@pytest.mark.parametrize("n", [1, 4, 9])
+def test_shifted_assignment(strategy, axis, n):
+    A = sample((n + 2, 4) if axis == 0 else (4, n + 2), "float64", seed=n)
+    B = A * 3
+    a = make(A, strategy, axis)
+    b = make(B, strategy, axis)
+    lo, hi, mid = _cut(axis, slice(None, -2)), _cut(axis, slice(2, None)), _cut(axis, slice(1, -1))
+    a[mid] = b[lo] + b[hi]
+    A[mid] = B[lo] + B[hi]
+    assert_equal_to_numpy(a, A)
+    a[hi] = a[lo]  # the value overlaps the target in memory
+    A[hi] = A[lo].copy()
+    assert_equal_to_numpy(a, A)
+    a[_cut(axis, slice(None, None, -1))] = b[_cut(axis, slice(None, None, -1))]
+    assert_equal_to_numpy(a, B)
+
+
+def test_stepped_assignment_from_shifted_value():
+    A = sample((15, 2), "float64", seed=9)
+    a = make(A, "freeform")
+    a[::2] = a[1:9] * 2
+    A[::2] = A[1:9] * 2
+    assert_equal_to_numpy(a, A)
+
+
+def test_3d_shift_along_the_split_axis():
+    U = sample((6, 5, 4), "float64", seed=11)
+    u = make(U, "equal")
+    u[1:-1] = u[:-2] + u[2:] - u[1:-1, None, 0]
+    U[1:-1] = U[:-2] + U[2:] - U[1:-1, None, 0]
+    assert_equal_to_numpy(u, U)
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+def test_shifted_operands_move_boundary_rows_only(strategy, monkeypatch):
+    n, m = 24, 6
+    A = sample((n, m), "float64", seed=2)
+    a = make(A, strategy)
+    seen = spy_sends(monkeypatch)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        r = a[:-2] + a[2:]
+        a[1:-1] = r
+    seen = list(seen)
+    A[1:-1] = A[:-2] + A[2:]
+    assert_equal_to_numpy(a, A)
+    me = default_comm().rank
+    collective_assert(all(kind == "Sendrecv" for kind, _ in seen), f"{seen}")
+    collective_assert(all(p <= {me - 1, me + 1} for _, p in seen), f"peers {seen}")
+    # at most two rows to each neighbour for the sum, one row each way for the assignment
+    sent = sum(call[2] for call in t.calls if call[1] == "Sendrecv")
+    collective_assert(sent <= (2 * 2 + 2) * m * 8, f"{sent} bytes")
+
+
+def test_one_row_arrays_cut_differently():
+    """Extent 1 along the split axis: a shifted operand meets operands that broadcast."""
+    A = sample((1, 3), "float64", seed=1)
+    a = make(A, "freeform")
+    b = make(A * 2, "equal")
+    assert_equal_to_numpy(a + b + A, A + 2 * A + A)
+    out = make(np.zeros((1, 3)), "equal")
+    np.subtract(a, b, out=out)
+    assert_equal_to_numpy(out, A - 2 * A)
