@@ -71,7 +71,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     communicate.
     """
 
-    __slots__ = ("data", "distributor", "index", "hermitian", "base", "__weakref__")
+    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "__weakref__")
+    _padded: np.ndarray  # ghost-cell buffer (d2o._ghost); set only on arrays that have one
     __array_priority__ = 20.0
 
     def __init__(
@@ -155,6 +156,8 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         self.hermitian = bool(hermitian)
         self.base = None
         self.index = _next_index()
+        if lay is not None and lay.halo:
+            _ghost.padded(self)  # the ghost cells from the start: local_data stays put
 
     # -- construction helpers ------------------------------------------------
     #: Set by d2o.io: ``from_hdf5(path, dataset, distribution_strategy=, axis=, comm=)``.
@@ -414,22 +417,46 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         raise TypeError("distributed_data_object cannot be pickled; use get_full_data()")
 
     # -- local data ----------------------------------------------------------
-    def get_local_data(self, copy: bool = True) -> np.ndarray:
-        """This rank's piece (a copy, or the array itself with ``copy=False``). Local."""
+    def get_local_data(self, copy: bool = True, halos: bool = False) -> np.ndarray:
+        """This rank's piece (a copy, or the array itself with ``copy=False``). Local.
+
+        ``halos=True``: the piece inside its ghost cells, on a layout made with
+        ``d2o.layout(..., halo=w)`` (``w`` more cells on both sides of every split axis;
+        see ``update_halos``)."""
+        if halos:
+            buf = _ghost.padded_or_raise(self)
+            return buf.copy() if copy else buf
         return self.data.copy() if copy else self.data
 
     def set_local_data(self, data: Any, copy: bool = False) -> None:
         """Replace this rank's piece; it must broadcast to ``local_shape``. Local.
 
-        On a view the values are written into the piece (so they reach the base)."""
+        On a view, and on an array with ghost cells, the values are written into the
+        piece (so they reach the base, or stay inside the ghost cells)."""
         arr = np.asarray(data)
-        if self.base is not None:
+        if self.base is not None or getattr(self, "_padded", None) is not None:
             self.data[...] = arr
             return
         if arr.shape != self.data.shape:
             arr = np.broadcast_to(arr, self.data.shape)
             copy = True
         self.data = np.array(arr, dtype=self.data.dtype, copy=True if copy else None)
+
+    @property
+    def halo(self) -> int:
+        """The width of the ghost cells around each rank's piece (0: none); see
+        ``update_halos``."""
+        return _ghost.width(self.distributor)
+
+    def update_halos(self) -> None:
+        """Collective: fill the ghost cells around this rank's piece with its neighbours'
+        boundary cells (a layout made with ``d2o.layout(..., halo=w)``).
+
+        Read them with ``get_local_data(copy=False, halos=True)``.  On slabs each rank
+        sends its ``w`` boundary layers to its neighbours only, point to point; on
+        meshes one exchange of the grown boxes (corners included).  Cells beyond the
+        array's edge are left as they are."""
+        _ghost.update_halos(self)
 
     # -- whole-array data ----------------------------------------------------
     def get_full_data(self, target_rank: str | int = "all") -> np.ndarray | None:
@@ -1150,6 +1177,7 @@ def _freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Dist
 # The feature modules import this class; they are bound here, once it exists, and the
 # one-line methods above find them at call time.
 from . import (  # noqa: E402
+    _ghost,
     _indexing,
     _linalg,
     _original,

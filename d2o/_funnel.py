@@ -121,7 +121,7 @@ _MESH_NATIVE = {
     "__array_ufunc__", "__repr__", "__str__", "__len__", "__copy__", "__deepcopy__",
     "__reduce__", "__array__", "show", "enumerate", "transpose", "swapaxes", "sum", "prod", "nansum",
     "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
-    "dot", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__",
+    "dot", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__", "update_halos",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
 _DUNDERS_ON_SLABS = {"__iter__", "__bool__", "__float__", "__int__", "__complex__"}  # fmt: skip

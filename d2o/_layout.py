@@ -86,18 +86,20 @@ class Layout:
     compared by identity.  ``layout.distributor(shape)`` gives the (cached) distributor
     of an array of that shape; no communication."""
 
-    __slots__ = ("mesh", "split", "block", "comm", "_dists", "__weakref__")
+    __slots__ = ("mesh", "split", "block", "comm", "halo", "_dists", "__weakref__")
 
-    def __init__(self, mesh: tuple, split: tuple, block: tuple, comm: Comm) -> None:
+    def __init__(self, mesh: tuple, split: tuple, block: tuple, comm: Comm, halo: int = 0) -> None:
         self.mesh = mesh
         self.split = split
         self.block = block
         self.comm = comm
+        self.halo = halo
         self._dists: dict = {}
 
     def __repr__(self) -> str:
         block = "" if all(b is None for b in self.block) else f", block={self.block}"
-        return f"layout(mesh={self.mesh}, split={self.split}{block})"
+        halo = f", halo={self.halo}" if self.halo else ""
+        return f"layout(mesh={self.mesh}, split={self.split}{block}{halo})"
 
     def __reduce__(self):
         raise TypeError("layouts cannot be pickled; build them with d2o.layout on every rank")
@@ -129,9 +131,14 @@ class Layout:
             d = get_distributor("equal", shape, self.comm, used[0][1])  # the paper's slabs
         else:
             d = MeshDistributor(shape, self.comm, self, tuple(split))
+        if self.halo:  # ghost cells (d2o._ghost): a width of the layout's own distributors
+            from ._ghost import halo_distributor
+
+            d = halo_distributor(d, self.halo)
+        if type(d) is MeshDistributor or self.halo:
             if len(self._dists) > 256:
                 self._dists.clear()
-            self._dists[shape] = d  # slab and replicated ones live in get_distributor's cache
+            self._dists[shape] = d  # plain slab and replicated ones: get_distributor's cache
         return d
 
 
@@ -143,6 +150,7 @@ def layout(
     split: Sequence[int | None] = (0,),
     block: int | Sequence[int | None] | None = None,
     comm: Any = None,
+    halo: int = 0,
 ) -> Layout:
     """How to spread arrays: ranks on a ``mesh``, array axes ``split`` over its axes.
 
@@ -162,6 +170,11 @@ def layout(
         order) in each rank's local array, as ScaLAPACK does.
     comm : optional
         The communicator (default: d2o's default).
+    halo : int
+        Ghost cells: each rank's piece of an array in this layout sits inside ``halo``
+        more cells on both sides of every split axis, filled by ``x.update_halos()`` and
+        read with ``x.get_local_data(copy=False, halos=True)`` (for local kernels in C,
+        Cython or Numba).  Block partitions only; no wider than the smallest piece.
 
     Local: no communication.  Accepted wherever ``distribution_strategy=`` is.
 
@@ -204,10 +217,17 @@ def layout(
     for b in block_t:
         if b is not None and _check_int(b, "block size") <= 0:
             raise ValueError(f"block sizes must be positive, got {block_t}")
-    key = (mesh_t, split_t, block_t, c)
+    from ._ghost import check_width
+
+    w = check_width(halo)
+    if w and all(s is None for s in split_t):
+        raise ValueError("ghost cells (halo=) need a split axis")
+    if w and any(b is not None for b in block_t):
+        raise ValueError("ghost cells (halo=) need block partitions, not block-cyclic ones")
+    key = (mesh_t, split_t, block_t, c, w)
     lay = _LAYOUTS.get(key)
     if lay is None:
-        lay = _LAYOUTS[key] = Layout(mesh_t, split_t, block_t, c)
+        lay = _LAYOUTS[key] = Layout(mesh_t, split_t, block_t, c, w)
     return lay
 
 

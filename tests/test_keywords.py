@@ -98,6 +98,16 @@ def _(kw):
     assert_equal_to_numpy(y.copy(distribution_strategy=lay) * 2, 2 * A)
 
 
+@case("layout", halo=1)
+@case("get_local_data", halos=True)
+def _(kw):
+    x = D(A, distribution_strategy=d2o.layout(halo=kw.get("halo", 1)))
+    x.update_halos()
+    padded = x.get_local_data(halos=kw.get("halos", True))
+    assert padded.shape[0] == x.local_shape[0] + 2
+    assert np.array_equal(padded[1:-1], x.get_local_data())
+
+
 @case("wrap", local_array=None, axis=1, comm=None)
 def _(kw):
     comm = default_comm()

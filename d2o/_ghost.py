@@ -1,0 +1,157 @@
+"""Ghost cells: ``d2o.layout(..., halo=w)`` and ``x.update_halos()``.
+
+For users who run their own local kernels (C, Cython, Numba, numpy) over
+``x.get_local_data(copy=False, halos=True)``: on a layout with halo width ``w`` each
+rank's piece lives inside a buffer padded by ``w`` cells on both sides of every split
+axis (Global Arrays' and GAiN's ghost cells), and ``x.data`` is a view of the buffer's
+interior, so every d2o operation sees the piece as usual.  `update_halos` fills the
+padding with the neighbours' boundary cells; padding beyond the global array's edge is
+left as it is (zero when the buffer was made).
+
+The width is a property of the layout's distributors (`width`), kept in a side table so
+the distributors themselves stay plain slab or mesh layouts: results of operations on
+such arrays keep the layout, and get their buffer when first asked (`padded`).
+
+Communication of `update_halos`: on slabs, each rank sends its ``w`` boundary layers to
+its neighbours, point to point (`d2o._halo.rows_for`), and nothing else; on meshes, one
+exchange of the enlarged boxes (`d2o._redistribution.exchange`), corners included,
+which also copies the rank's own piece into the buffer.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._distributors import Distributor, SlabDistributor, is_runs
+from ._halo import rows_for
+from ._redistribution import exchange
+
+if TYPE_CHECKING:
+    from ._d2o import distributed_data_object as D2O
+
+__all__ = ["width", "halo_distributor", "padded", "padded_or_raise", "update_halos", "check_width"]
+
+#: distributor -> halo width (only distributors made by a layout with ``halo=``)
+_WIDTH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def width(d: Distributor) -> int:
+    """The ghost-cell width of layout ``d`` (0: none)."""
+    return _WIDTH.get(d, 0)
+
+
+def check_width(w: object) -> int:
+    """A halo width argument: a non-negative integer (TypeError, ValueError)."""
+    if isinstance(w, bool) or not isinstance(w, (int, np.integer)):
+        raise TypeError(f"halo width must be an integer, got {w!r}")
+    if w < 0:
+        raise ValueError(f"halo width must be non-negative, got {w}")
+    return int(w)
+
+
+def halo_distributor(d: Distributor, w: int) -> Distributor:
+    """``d`` with ghost cells of width ``w`` (a twin instance for a shared slab layout;
+    a layout's own mesh distributor itself), ValueError where ``w`` exceeds a piece (the ghost cells would
+    reach past the neighbour) or the layout is block-cyclic.  Local."""
+    if w == 0 or d.replicated:
+        return d
+    axes = d.split_axes()
+    for a in axes:
+        extents = []
+        for r in range(d.comm.size):
+            e = d.region(r)[a]
+            if is_runs(e):
+                raise ValueError("ghost cells need block partitions, not block-cyclic ones")
+            if e[1] > e[0]:
+                extents.append(e[1] - e[0])
+        if extents and w > min(extents):
+            raise ValueError(
+                f"halo width {w} exceeds the smallest piece ({min(extents)} along axis {a}) of "
+                f"shape {d.global_shape} on {d.comm.size} ranks"
+            )
+    out = d
+    if type(d) is SlabDistributor:  # the plain one is shared (cached): a twin of its own
+        out = SlabDistributor(d.global_shape, d.comm, d.strategy, d.axis, d.bounds())  # type: ignore[arg-type]
+    _WIDTH[out] = w
+    return out
+
+
+def _interior(d: Distributor, w: int) -> tuple:
+    axes = set(d.split_axes())
+    return tuple(slice(w, w + n) if a in axes else slice(None) for a, n in enumerate(d.local_shape))
+
+
+def padded_or_raise(x: D2O) -> np.ndarray:
+    """`padded`, ValueError for an array without ghost cells."""
+    if not width(x.distributor):
+        raise ValueError(_NONE)
+    return padded(x)
+
+
+_NONE = "this array has no ghost cells: create it with d2o.layout(..., halo=width)"
+
+
+def padded(x: D2O) -> np.ndarray:
+    """``x``'s padded buffer, made (zeros around a copy of the piece) when ``x`` has none
+    yet or its piece was replaced; ``x.data`` then is the buffer's interior.  Local."""
+    d = x.distributor
+    w = width(d)
+    buf = getattr(x, "_padded", None)
+    if buf is not None and x.data.base is buf:
+        return buf
+    shape = tuple(n + 2 * w if a in d.split_axes() else n for a, n in enumerate(d.local_shape))
+    buf = np.zeros(shape, dtype=x.data.dtype)
+    inner = buf[_interior(d, w)]
+    inner[...] = x.data
+    x.data = inner
+    x._padded = buf
+    return buf
+
+
+def update_halos(x: D2O) -> None:
+    """Collective: fill ``x``'s ghost cells from its neighbours (module notes)."""
+    d = x.distributor
+    w = width(d)
+    if not w:
+        raise ValueError(_NONE)
+    buf = padded(x)
+    comm, me = d.comm, d.comm.rank
+    if comm.size == 1:
+        return
+    if type(d) is SlabDistributor:
+        k, b, n = d.axis, d.bounds(), d.global_shape[d.axis]  # type: ignore[index]
+        assert k is not None
+        want = [
+            (max(b[r] - w, 0), min(b[r + 1] + w, n)) if b[r + 1] > b[r] else (b[r], b[r])
+            for r in range(comm.size)
+        ]
+        parts = rows_for(x.data, d, want)
+        start = want[me][0] - b[me] + w  # the buffer row of the first wanted row
+        for i, (lo, hi, arr) in enumerate(parts.pieces):
+            if i != parts.own and hi > lo:
+                buf[(slice(None),) * k + (slice(start + lo, start + hi),)] = arr
+        return
+    shape, axes = d.global_shape, set(d.split_axes())
+
+    def grown(r: int) -> tuple | None:
+        box = d.region(r)
+        if any(hi <= lo for lo, hi in box):
+            return None
+        return tuple(
+            (max(lo - w, 0), min(hi + w, n)) if a in axes else (lo, hi)
+            for a, ((lo, hi), n) in enumerate(zip(box, shape))
+        )
+
+    mine = grown(me)
+    got = exchange(comm, x.data, d.region, grown, send=d.source)
+    if mine is None:
+        return
+    own = d.region(me)
+    at = tuple(
+        slice(w - (lo - g0), w - (lo - g0) + (g1 - g0)) if a in axes else slice(None)
+        for a, ((lo, _), (g0, g1)) in enumerate(zip(own, mine))
+    )
+    buf[at] = got
