@@ -8,6 +8,7 @@ What moves is what the building blocks move; each docstring says which.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -17,9 +18,11 @@ from ._align import align
 from ._axislocal import _whole_along, fallback
 from ._d2o import distributed_data_object as D2O
 from ._errors import agreed
+from ._halo import slab_rows
 
 __all__ = [
     "diff_along",
+    "gradient_along",
     "ediff1d",
     "convolve",
     "correlate",
@@ -38,12 +41,38 @@ def _concat(parts: list) -> Any:
     return concatenate(parts)
 
 
+def _split_slab_axis(a: Any, axis: Any) -> int | None:
+    """The axis ``axis`` names when it is the split axis of ``a``'s slab layout (so that
+    shifted views along it move boundary rows only), else None.  Local."""
+    if not isinstance(a, D2O) or not slab_rows(a.distributor) or isinstance(axis, tuple):
+        return None
+    try:
+        ax = np.lib.array_utils.normalize_axis_index(operator.index(axis), a.ndim)
+    except Exception:
+        return None  # the general path raises numpy's error on every rank
+    return ax if ax == a.distributor.axis else None
+
+
+def _along(ax: int, ndim: int, sl: slice) -> tuple:
+    return (slice(None),) * ax + (sl,) + (slice(None),) * (ndim - ax - 1)
+
+
 def diff_along(along: Callable) -> Callable:
-    """numpy's ``diff``; along the only axis of a distributed 1-d array it is ``x[1:] -
-    x[:-1]`` of shifted views (one exchange of the misaligned operand per order), else
-    ``along`` (the axis-local path)."""
+    """numpy's ``diff``; along the only axis of a distributed 1-d array, or the split axis
+    of a slab layout, it is ``x[1:] - x[:-1]`` of shifted views (each order moves one
+    boundary row per neighbour, point to point), else ``along`` (the axis-local path)."""
 
     def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+        ax = _split_slab_axis(a, axis)
+        plain = prepend is np._NoValue and append is np._NoValue
+        if ax is not None and a.ndim > 1 and plain and operator.index(n) >= 0:
+            x = a
+            op = np.not_equal if x.dtype == bool else np.subtract
+            for _ in range(n):
+                x = op(
+                    x[_along(ax, a.ndim, slice(1, None))], x[_along(ax, a.ndim, slice(None, -1))]
+                )
+            return x
         if not isinstance(a, D2O) or a.ndim != 1 or a.distributor.replicated:
             kw = {
                 k: v for k, v in (("prepend", prepend), ("append", append)) if v is not np._NoValue
@@ -285,3 +314,27 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
         bins = [np.asarray(bins), np.asarray(bins)]
     hist, edges = histogramdd([x, y], bins, range, density, weights)
     return hist, edges[0], edges[1]
+
+
+def gradient_along(f: D2O, ax: int, h: float, edge_order: int) -> D2O:
+    """numpy's ``gradient`` of ``f`` along the split axis ``ax`` of its slab layout, with
+    spacing ``h``: central differences of shifted views in the interior and numpy's
+    one-sided formulas at the two edges, written into a result of ``f``'s layout (the
+    interior moves one boundary row per neighbour, the edges a few rows to their
+    owners)."""
+    nd = f.ndim
+    if f.dtype.kind in "iu":  # numpy: integers are differenced as float64
+        f = f.astype(np.float64)
+    out = f.copy_empty()
+    at = lambda sl: f[_along(ax, nd, sl)]  # noqa: E731
+    first, last = _along(ax, nd, slice(0, 1)), _along(ax, nd, slice(-1, None))
+    out[_along(ax, nd, slice(1, -1))] = (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * h)
+    if edge_order == 1:
+        out[first] = (at(slice(1, 2)) - at(slice(0, 1))) / h
+        out[last] = (at(slice(-1, None)) - at(slice(-2, -1))) / h
+    else:  # numpy's coefficients, in numpy's order of operations
+        a, b, c = -1.5 / h, 2.0 / h, -0.5 / h
+        out[first] = a * at(slice(0, 1)) + b * at(slice(1, 2)) + c * at(slice(2, 3))
+        a, b, c = 0.5 / h, -2.0 / h, 1.5 / h
+        out[last] = a * at(slice(-3, -2)) + b * at(slice(-2, -1)) + c * at(slice(-1, None))
+    return out

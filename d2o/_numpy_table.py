@@ -377,9 +377,25 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         return fallback(
             "gradient", np.gradient, (f,) + varargs, {"axis": axis, "edge_order": edge_order}
         )
-    out = [axis_local("gradient", lambda p, k=k, h=h: np.gradient(p, h, axis=k, edge_order=edge_order),
-                      f, (k,)) for k, h in zip(axes, spacing)]  # fmt: skip
+    out = [_gradient_one(f, k, h, edge_order) for k, h in zip(axes, spacing)]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _gradient_one(f, k: int, h: Any, edge_order: Any):
+    """One axis of ``gradient``: shifted views along a slab's split axis (halo rows only;
+    `d2o._composed.gradient_along`), else axis-local."""
+    from . import _composed
+
+    if (
+        _composed._split_slab_axis(f, k) is not None
+        and edge_order in (1, 2)
+        and f.shape[k] >= edge_order + 1
+        and f.dtype.kind in "iufc"
+    ):
+        return _composed.gradient_along(f, k, h, edge_order)
+    return axis_local(
+        "gradient", lambda p: np.gradient(p, h, axis=k, edge_order=edge_order), f, (k,)
+    )
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):

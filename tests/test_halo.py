@@ -137,3 +137,50 @@ def test_one_row_arrays_cut_differently():
     out = make(np.zeros((1, 3)), "equal")
     np.subtract(a, b, out=out)
     assert_equal_to_numpy(out, A - 2 * A)
+
+
+# -- neighbour functions along the split axis: boundary rows only ---------------------
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+def test_diff_and_gradient_along_the_split_axis(dtype, strategy):
+    import d2o.numpy as dnp
+
+    A = sample((13, 4), dtype, seed=4)
+    a = make(A, strategy)
+    for n in (1, 2, 3):
+        r = dnp.diff(a, n=n, axis=0)
+        assert_equal_to_numpy(r, np.diff(A, n=n, axis=0))
+        assert r.dtype == np.diff(A, n=n, axis=0).dtype
+    for edge in (1, 2):
+        for h in (1.0, 0.5):
+            g = dnp.gradient(a, h, axis=0, edge_order=edge)
+            G = np.gradient(A, h, axis=0, edge_order=edge)
+            assert g.dtype == G.dtype
+            assert_equal_to_numpy(g, G, rtol=1e-6 if dtype == "float32" else 1e-13)
+    gs = dnp.gradient(a)  # both axes: the split one by halos, the other locally
+    for g, G in zip(gs, np.gradient(A)):
+        assert_equal_to_numpy(g, G, rtol=1e-6 if dtype == "float32" else 1e-13)
+
+
+def test_diff_and_gradient_move_boundary_rows_only(monkeypatch):
+    import d2o.numpy as dnp
+
+    n, m = 200, 6  # the whole array is 25 times the bound below
+    A = sample((n, m), "float64", seed=8)
+    a = make(A, "equal")
+    seen = spy_sends(monkeypatch)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        d = dnp.diff(a, axis=0)
+        g = dnp.gradient(a, axis=0)
+    seen = list(seen)
+    assert_equal_to_numpy(d, np.diff(A, axis=0))
+    assert_equal_to_numpy(g, np.gradient(A, axis=0), rtol=1e-13)
+    me = default_comm().rank
+    collective_assert(all(p <= {me - 1, me + 1} for k, p in seen if k == "Sendrecv"), f"{seen}")
+    row = m * 8
+    # diff: one row; gradient: two for the interior, one for the assignment, and the
+    # edge rows (a few rows each) to their owners
+    sent = sum(c[2] for c in t.calls)
+    collective_assert(sent <= 16 * row + 512, f"{sent} bytes for rows of {row}")
