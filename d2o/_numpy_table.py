@@ -28,6 +28,7 @@ from . import _creation, _joining
 from ._axislocal import axis_local, elementwise, fallback
 from ._d2o import distributed_data_object as D2O
 from ._errors import agreed
+from ._halo import rows_for, slab_rows
 from ._special import HANDLED
 
 __all__ = ["TABLE", "KINDS", "DISTRIBUTED", "implementation", "numpy_functions"]
@@ -345,11 +346,40 @@ def rot90(m, k=1, axes=(0, 1)):
 
 
 def roll(a, shift, axis=None):
-    """numpy's ``roll`` along given axes (axis-local); ``axis=None`` takes the fallback."""
+    """numpy's ``roll`` along given axes: along a slab's split axis the rows that cross a
+    rank boundary move point to point (`_roll_split`), along other axes it is local
+    (axis-local); ``axis=None`` takes the fallback."""
     if axis is None or not isinstance(a, D2O):
         return fallback("roll", np.roll, (a, shift), {"axis": axis})
     core = _agreed_axes(a, axis, allow_duplicate=True)
+    d = a.distributor
+    if slab_rows(d) and d.axis in core:
+        with agreed(d.comm):
+            net = dict.fromkeys(core, 0)
+            for sh, ax in np.broadcast(shift, axis):
+                net[int(ax) % a.ndim] += operator.index(sh)
+        rolled = _roll_split(a, net.pop(d.axis))
+        rest = [(ax, sh) for ax, sh in net.items() if sh]
+        if not rest:
+            return rolled
+        piece = np.roll(rolled.data, [sh for _, sh in rest], axis=[ax for ax, _ in rest])
+        return D2O._from_local(piece, d)
     return axis_local("roll", lambda p: np.roll(p, shift, axis=axis), a, core)
+
+
+def _roll_split(a, s: int):
+    """``np.roll(a, s, axis)`` along the split axis of a slab layout: each rank takes
+    its new rows from old rows ``s`` before them (wrapping around), its own in place and
+    the others point to point (two rounds: before and after the wrap).  Collective."""
+    d = a.distributor
+    ax, n, b = d.axis, a.shape[d.axis], d.bounds()
+    s = s % n if n else 0
+    ranks = range(d.comm.size)
+    # new rows [0, s) are old rows [n - s, n); new rows [s, n) are old rows [0, n - s)
+    wrapped = [(min(b[r], s) + n - s, min(b[r + 1], s) + n - s) for r in ranks]
+    straight = [(max(b[r], s) - s, max(b[r + 1], s) - s) for r in ranks]
+    pieces = [arr for want in (wrapped, straight) for _, _, arr in rows_for(a.data, d, want).pieces]
+    return D2O._from_local(np.concatenate(pieces, axis=ax), d)
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

@@ -184,3 +184,35 @@ def test_diff_and_gradient_move_boundary_rows_only(monkeypatch):
     # edge rows (a few rows each) to their owners
     sent = sum(c[2] for c in t.calls)
     collective_assert(sent <= 16 * row + 512, f"{sent} bytes for rows of {row}")
+
+
+@pytest.mark.parametrize("strategy,axis", SLABS)
+@pytest.mark.parametrize("shift", [0, 1, -2, 5, 13, 40])
+def test_roll_along_the_split_axis(strategy, axis, shift):
+    import d2o.numpy as dnp
+
+    A = sample((13, 4) if axis == 0 else (4, 13), "int64", seed=shift % 7)
+    a = make(A, strategy, axis)
+    assert_equal_to_numpy(dnp.roll(a, shift, axis=axis), np.roll(A, shift, axis=axis))
+    both = dnp.roll(a, (shift, 1, -3), axis=(axis, 1 - axis, axis))  # summed per axis
+    assert_equal_to_numpy(both, np.roll(A, (shift, 1, -3), axis=(axis, 1 - axis, axis)))
+    E = np.zeros((0, 3))
+    assert_equal_to_numpy(dnp.roll(make(E, strategy), shift, axis=0), np.roll(E, shift, axis=0))
+
+
+def test_roll_moves_the_crossing_rows_only(monkeypatch):
+    import d2o.numpy as dnp
+
+    n, m = 200, 6
+    A = sample((n, m), "float64", seed=9)
+    a = make(A, "equal")
+    seen = spy_sends(monkeypatch)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        r = dnp.roll(a, 2, axis=0)
+    seen = list(seen)
+    assert_equal_to_numpy(r, np.roll(A, 2, axis=0))
+    me, P_ = default_comm().rank, default_comm().size
+    ring = {(me - 1) % P_, (me + 1) % P_} - {me}
+    collective_assert(all(k == "Sendrecv" and p <= ring for k, p in seen), f"{seen}")
+    sent = sum(c[2] for c in t.calls if c[1] == "Sendrecv")  # besides 1-byte agreements
+    collective_assert(sent == (2 * m * 8 if P_ > 1 else 0), f"{sent} bytes")
