@@ -279,6 +279,8 @@ def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
     except Exception:
         return False
     if isinstance(other, D2O) and other.distributor is not self.distributor:
+        if self.distributor.replicated:  # the result lies on other's layout, not self's
+            return False
         apply_ufunc(ufunc, "__call__", (other, self) if swap else (self, other), {"out": (self,)})
         return True
     local = other.data if isinstance(other, D2O) else other

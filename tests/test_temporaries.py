@@ -87,3 +87,13 @@ def test_results_of_another_dtype_or_shape_are_new(strategy):
     assert (x + 1).dtype == np.float32
     assert ((x + 1) * 2.0).dtype == np.float32  # numpy 2's weak Python scalars
     assert ((x + 1) * np.float64(2.0)).dtype == np.float64
+
+
+def test_a_replicated_temporary_meets_a_distributed_operand(plain_operators):
+    """The result takes the distributed operand's layout (no gather into the temporary)."""
+    A = np.arange(N, dtype=np.float64)
+    r = make(A, "not")
+    x = make(A, "equal")
+    y = (r + 1) + x  # (not traced: a trace's wrappers switch the reuse off)
+    assert y.distribution_strategy == "equal"
+    assert_equal_to_numpy(y, 2 * A + 1)
