@@ -452,10 +452,10 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         """Collective: fill the ghost cells around this rank's piece with its neighbours'
         boundary cells (a layout made with ``d2o.layout(..., halo=w)``).
 
-        Read them with ``get_local_data(copy=False, halos=True)``.  On slabs each rank
-        sends its ``w`` boundary layers to its neighbours only, point to point; on
-        meshes one exchange of the grown boxes (corners included).  Cells beyond the
-        array's edge are left as they are."""
+        Read them with ``get_local_data(copy=False, halos=True)``.  Each rank sends the
+        cells of its piece that lie in a neighbour's ghost layers to that neighbour,
+        point to point (on meshes the diagonal neighbours too, for the corners).  Cells
+        beyond the array's edge are left as they are."""
         _ghost.update_halos(self)
 
     # -- whole-array data ----------------------------------------------------

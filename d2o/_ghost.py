@@ -12,10 +12,10 @@ The width is a property of the layout's distributors (`width`), kept in a side t
 the distributors themselves stay plain slab or mesh layouts: results of operations on
 such arrays keep the layout, and get their buffer when first asked (`padded`).
 
-Communication of `update_halos`: on slabs, each rank sends its ``w`` boundary layers to
-its neighbours, point to point (`d2o._halo.rows_for`), and nothing else; on meshes, one
-exchange of the enlarged boxes (`d2o._redistribution.exchange`), corners included,
-which also copies the rank's own piece into the buffer.
+Communication of `update_halos`: each rank sends the cells of its piece that lie in a
+neighbour's ghost layers to that neighbour, point to point, and nothing else: on slabs
+its ``w`` boundary layers (`d2o._halo.rows_for`); on meshes the faces, edges and corners
+(diagonal neighbours included), from the replica responsible for sending.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import numpy as np
 
 from ._distributors import Distributor, SlabDistributor, is_runs
 from ._halo import rows_for
-from ._redistribution import exchange
 
 if TYPE_CHECKING:
     from ._d2o import distributed_data_object as D2O
@@ -145,13 +144,33 @@ def update_halos(x: D2O) -> None:
             for a, ((lo, hi), n) in enumerate(zip(box, shape))
         )
 
-    mine = grown(me)
-    got = exchange(comm, x.data, d.region, grown, send=d.source)
-    if mine is None:
-        return
     own = d.region(me)
-    at = tuple(
-        slice(w - (lo - g0), w - (lo - g0) + (g1 - g0)) if a in axes else slice(None)
-        for a, ((lo, _), (g0, g1)) in enumerate(zip(own, mine))
-    )
-    buf[at] = got
+
+    def meet(a: tuple | None, b: tuple | None) -> tuple | None:
+        if a is None or b is None:
+            return None
+        box = tuple((max(p0, q0), min(p1, q1)) for (p0, p1), (q0, q1) in zip(a, b))
+        return None if any(hi <= lo for lo, hi in box) else box
+
+    def index(box: tuple, origin: tuple, shift: int) -> tuple:
+        """``box`` (global) inside an array whose corner is global ``origin`` minus
+        ``shift`` along the split axes."""
+        return tuple(
+            slice(lo - o + (shift if a in axes else 0), hi - o + (shift if a in axes else 0))
+            for a, ((lo, hi), (o, _)) in enumerate(zip(box, origin))
+        )
+
+    sends, recvs = [], []
+    for p in range(comm.size):
+        if p == me or d.region(p) == own:  # a replica holds these cells itself
+            continue
+        box = meet(d.source(me), grown(p))  # this rank's cells in p's ghost layers
+        if box is not None:
+            sends.append((p, np.ascontiguousarray(x.data[index(box, own, 0)])))
+        box = meet(d.source(p), grown(me))  # p's cells in this rank's ghost layers
+        if box is not None:
+            recvs.append((p, box, np.empty([hi - lo for lo, hi in box], dtype=buf.dtype)))
+    if sends or recvs:
+        comm.Sendrecv_many(sends, [(p, arr) for p, _, arr in recvs])
+    for _, box, arr in recvs:
+        buf[index(box, own, w)] = arr

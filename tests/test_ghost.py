@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import sample
+from _helpers import sample, spy_sends
 
 import d2o
 from d2o import default_comm, distributed_data_object
@@ -23,6 +23,7 @@ def _layouts(w: int) -> dict:
     }
     if P == 4:
         out["mesh 2x2"] = d2o.layout((2, 2), (0, 1), halo=w)
+        out["replicas"] = d2o.layout((2, 2), (0, None), halo=w)  # rows cut, pairs of replicas
     return out
 
 
@@ -50,13 +51,13 @@ def _expected(U: np.ndarray, x, w: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("name", ["rows", "columns", "mesh", "mesh 2x2"])
+@pytest.mark.parametrize("name", ["rows", "columns", "mesh", "mesh 2x2", "replicas"])
 @pytest.mark.parametrize("w", [1, 2])
 @pytest.mark.parametrize("dtype", ["int32", "float64", "complex128"])
 def test_update_halos_fills_the_neighbours_cells(name, w, dtype):
     lays = _layouts(w)
     if name not in lays:
-        pytest.skip("a 2 x 2 mesh needs 4 ranks")
+        pytest.skip("2 x 2 meshes need 4 ranks")
     U = sample((4 * max(P, 2) + 1, 3 * max(P, 2)), dtype, seed=w)
     x = distributed_data_object(U, distribution_strategy=lays[name])
     assert x.halo == w
@@ -141,3 +142,33 @@ def test_bad_widths_raise_everywhere():
     x = distributed_data_object(np.zeros((3 * P, 3)), distribution_strategy=lay)
     x.update_halos()
     assert_equal_to_numpy(x, np.zeros((3 * P, 3)))
+
+
+@pytest.mark.parametrize("name", ["mesh", "mesh 2x2"])
+def test_mesh_update_moves_ghost_cells_once_to_neighbours(name, monkeypatch):
+    lays = _layouts(1)
+    if name not in lays:
+        pytest.skip("a 2 x 2 mesh needs 4 ranks")
+    U = sample((4 * max(P, 2), 3 * max(P, 2)), "float64", seed=1)
+    x = distributed_data_object(U, distribution_strategy=lays[name])
+    x.update_halos()
+    seen = spy_sends(monkeypatch)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        x.update_halos()
+    seen = list(seen)
+    d = x.distributor
+    comm = default_comm()
+    me = comm.rank
+
+    def grown(r):
+        return [(max(lo - 1, 0), min(hi + 1, n)) for (lo, hi), n in zip(d.region(r), U.shape)]
+
+    ghost = sum(
+        np.prod([b - a for a, b in grown(r)]) - np.prod([b - a for a, b in d.region(r)])
+        for r in range(comm.size)
+    )
+    sent = comm.allreduce(sum(c[2] for c in t.calls if c[1] == "Sendrecv"))
+    collective_assert(sent == ghost * 8, f"{sent} bytes for {ghost} ghost cells")
+    here = np.array(d.coords_of(me))
+    far = {r for r in range(comm.size) if np.abs(np.array(d.coords_of(r)) - here).max() > 1}
+    collective_assert(all(not (peers & far) for _, peers in seen), f"{seen}, far {far}")
