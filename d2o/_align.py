@@ -18,7 +18,7 @@ import numpy as np
 
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, index_of, like
-from ._halo import Parts, rows_for, slab_rows
+from ._halo import Parts, boxes_for, rows_for, slab_rows
 from ._layout import is_mesh, moved
 from ._redistribution import exchange, redistribute
 
@@ -67,7 +67,15 @@ def align_parts(x: Any, target: Distributor) -> Parts | None:
     if not isinstance(x, D2O):
         return None
     d = x.distributor
-    if d is target or not (slab_rows(d) and slab_rows(target)):
+    if d is target:
+        return None
+    if is_mesh(target) and _near(d, target) and x.ndim == target.ndim:
+        if not all(x.shape[a] == target.global_shape[a] for a in target.split_axes()):
+            return None
+        if _same_boxes(d, target, _wanted(x.shape, target)):
+            return None  # align hands over x.data itself
+        return boxes_for(x.data, d, _wanted(x.shape, target))
+    if not (slab_rows(d) and slab_rows(target)):
         return None
     k = target.axis - (target.ndim - x.ndim)  # type: ignore[operator]
     if k < 0 or d.axis != k or x.shape[k] != target.global_shape[target.axis]:  # type: ignore[index]
@@ -128,6 +136,31 @@ def _wanted(shape: tuple, target: Distributor):
 _IN_PLACE: dict = {}
 
 
+def _same_boxes(d: Distributor, target: Distributor, want: Any) -> bool:
+    """True when every rank's piece of ``d`` already is its wanted box (cached)."""
+    key = (d, target)
+    same = _IN_PLACE.get(key)
+    if same is None:
+        if len(_IN_PLACE) > 256:
+            _IN_PLACE.clear()
+        same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
+    return same
+
+
+def _near(d: Distributor, target: Distributor) -> bool:
+    """True when ``d`` and mesh layout ``target`` cut the same mesh the same way in
+    blocks (views of one array: the pieces differ by the slices' offsets only), so
+    that `boxes_for` meets few pieces."""
+    return (
+        is_mesh(d)
+        and d.comm.size > 1
+        and d.layout is target.layout  # type: ignore[attr-defined]
+        and d.split == target.split  # type: ignore[attr-defined]
+        and not d.cyclic  # type: ignore[attr-defined]
+        and not target.cyclic  # type: ignore[attr-defined]
+    )
+
+
 def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
     """``x``'s part for a result on a mesh layout: cut locally when ``x`` is replicated,
     else one exchange (none when ``x``'s boxes already are the wanted ones)."""
@@ -135,13 +168,7 @@ def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
     want = _wanted(x.shape, target)
     if d.replicated:
         return x.data[index_of(want(d.comm.rank))]
-    key = (d, target)
-    same = _IN_PLACE.get(key)
-    if same is None:
-        if len(_IN_PLACE) > 256:
-            _IN_PLACE.clear()
-        same = _IN_PLACE[key] = all(d.region(r) == want(r) for r in range(d.comm.size))
-    if same:
+    if _same_boxes(d, target, want):
         return x.data
     return exchange(d.comm, x.data, d.region, want, send=d.source)
 

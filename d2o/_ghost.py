@@ -129,7 +129,8 @@ def update_halos(x: D2O) -> None:
         ]
         parts = rows_for(x.data, d, want)
         start = want[me][0] - b[me] + w  # the buffer row of the first wanted row
-        for i, (lo, hi, arr) in enumerate(parts.pieces):
+        for i, (box, arr) in enumerate(parts.pieces):
+            lo, hi = box[k]
             if i != parts.own and hi > lo:
                 buf[(slice(None),) * k + (slice(start + lo, start + hi),)] = arr
         return

@@ -15,44 +15,53 @@ and receives only the rows it lacks; nothing at all where the pieces already lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ._distributors import Distributor, SlabDistributor
 
-__all__ = ["Parts", "rows_for", "slab_rows"]
+__all__ = ["Parts", "boxes_for", "rows_for", "slab_rows"]
 
 
 class Parts:
-    """A rank's wanted range along ``axis``, as consecutive pieces ``(lo, hi, array)``
-    in local coordinates (from 0 to ``length``); own rows are views of the operand."""
+    """A rank's wanted box of an operand as pieces ``(box, array)`` that tile it: ``box``
+    holds a ``(lo, hi)`` pair per axis in the wanted box's coordinates (from 0 to
+    ``shape``); the piece held here is a view of the operand, the others were received."""
 
-    __slots__ = ("axis", "pieces", "length", "own")
+    __slots__ = ("pieces", "shape", "own")
 
-    def __init__(self, axis: int, pieces: list, length: int, own: int) -> None:
-        self.axis = axis
+    def __init__(self, pieces: list, shape: tuple, own: int) -> None:
         self.pieces = pieces
-        self.length = length
+        self.shape = shape
         self.own = own  # the index of the piece held here (a view), -1 for none
 
-    def cuts(self) -> set:
-        """The piece boundaries."""
-        return {b for lo, hi, _ in self.pieces for b in (lo, hi)}
+    def cuts(self, axis: int) -> set:
+        """The piece boundaries along ``axis``."""
+        return {b for box, _ in self.pieces for b in box[axis]}
 
-    def segment(self, lo: int, hi: int) -> np.ndarray:
-        """Rows ``lo:hi`` (inside one piece) as a view."""
-        for a, b, arr in self.pieces:
-            if a <= lo and hi <= b:
-                return arr[(slice(None),) * self.axis + (slice(lo - a, hi - a),)]
-        raise ValueError(f"rows {lo}:{hi} cross a piece boundary")  # pragma: no cover
+    def segment(self, ranges: dict) -> np.ndarray:
+        """The view of ``{axis: (lo, hi)}`` (whole along the other axes), which must lie
+        inside one piece."""
+        for box, arr in self.pieces:
+            if all(box[a][0] <= lo and hi <= box[a][1] for a, (lo, hi) in ranges.items()):
+                return arr[
+                    tuple(
+                        slice(ranges[a][0] - b0, ranges[a][1] - b0) if a in ranges else slice(None)
+                        for a, (b0, _) in enumerate(box)
+                    )
+                ]
+        raise ValueError(f"{ranges} crosses a piece boundary")  # pragma: no cover
 
     def assemble(self) -> np.ndarray:
-        """All rows as one new array."""
-        return np.concatenate([arr for _, _, arr in self.pieces], axis=self.axis)
+        """The whole box as one new array."""
+        out = np.empty(self.shape, dtype=self.pieces[0][1].dtype)
+        for box, arr in self.pieces:
+            out[tuple(slice(lo, hi) for lo, hi in box)] = arr
+        return out
 
     def shares_memory(self, other: np.ndarray) -> bool:
-        return any(np.may_share_memory(arr, other) for _, _, arr in self.pieces)
+        return any(np.may_share_memory(arr, other) for _, arr in self.pieces)
 
 
 def slab_rows(d: Distributor) -> bool:
@@ -71,6 +80,7 @@ def rows_for(data: np.ndarray, d: Distributor, want: Sequence[tuple[int, int]]) 
     mine = hb[me]
     w0, w1 = want[me]
     lead = (slice(None),) * k
+    full = [(0, n) for n in data.shape]
     pieces: list = []
     own = -1
     sends: list = []
@@ -86,16 +96,68 @@ def rows_for(data: np.ndarray, d: Distributor, want: Sequence[tuple[int, int]]) 
                 shape[k] = b - a
                 arr = np.empty(shape, dtype=data.dtype)
                 recvs.append((p, arr))
-            pieces.append((a - w0, b - w0, arr))
+            pieces.append((tuple(full[:k] + [(a - w0, b - w0)] + full[k + 1 :]), arr))
         if p != me:
             q0, q1 = want[p]
             a, b = max(q0, mine), min(q1, hb[me + 1])  # rows of this slab that p wants
             if b > a:
                 sends.append((p, np.ascontiguousarray(data[lead + (slice(a - mine, b - mine),)])))
+    shape = list(data.shape)
+    shape[k] = max(w1 - w0, 0)
     if not pieces:  # nothing wanted here: one empty piece keeps the dtype and shape
-        shape = list(data.shape)
-        shape[k] = 0
-        pieces.append((0, 0, np.empty(shape, dtype=data.dtype)))
+        pieces.append((tuple((0, n) for n in shape), np.empty(shape, dtype=data.dtype)))
     if sends or recvs:
         comm.Sendrecv_many(sends, recvs)
-    return Parts(k, pieces, max(w1 - w0, 0), own)
+    return Parts(pieces, tuple(shape), own)
+
+
+def _meet(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or b is None:
+        return None
+    box = tuple((max(p0, q0), min(p1, q1)) for (p0, p1), (q0, q1) in zip(a, b))
+    return None if any(hi <= lo for lo, hi in box) else box
+
+
+def _inside(box: tuple, origin: tuple) -> tuple:
+    return tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(box, origin))
+
+
+def boxes_for(data: np.ndarray, d: Distributor, want: Callable) -> Parts:
+    """Collective over ``d.comm``: the box ``want(rank)`` of an operand of block layout
+    ``d`` (slabs or a mesh, boxes per rank) for every rank, from the pieces ``data``;
+    this rank's box as `Parts`.
+
+    Sends rank ``q`` only the part of this rank's piece inside ``want[q]`` (one sender
+    per box where ranks hold replicas: ``d.source``), point to point."""
+    comm = d.comm
+    me = comm.rank
+    own_box = d.region(me)
+    wme = want(me)
+    pieces: list = []
+    own = -1
+    sends: list = []
+    recvs: list = []
+    for p in range(comm.size):
+        if p == me:
+            box = _meet(own_box, wme)
+            if box is not None:
+                own = len(pieces)
+                pieces.append((box, data[_inside(box, own_box)]))
+            continue
+        if d.region(p) == own_box:  # a replica of this piece: held here
+            continue
+        box = _meet(d.source(p), wme)
+        if box is not None:
+            arr = np.empty([hi - lo for lo, hi in box], dtype=data.dtype)
+            recvs.append((p, arr))
+            pieces.append((box, arr))
+        box = _meet(d.source(me), want(p))
+        if box is not None:
+            sends.append((p, np.ascontiguousarray(data[_inside(box, own_box)])))
+    shape = tuple(max(hi - lo, 0) for lo, hi in wme)
+    pieces = [(tuple((lo - o, hi - o) for (lo, hi), (o, _) in zip(b, wme)), a) for b, a in pieces]
+    if not pieces:
+        pieces.append((tuple((0, n) for n in shape), np.empty(shape, dtype=data.dtype)))
+    if sends or recvs:
+        comm.Sendrecv_many(sends, recvs)
+    return Parts(pieces, shape, own)

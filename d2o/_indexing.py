@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ._align import align, result_layout
+from ._align import align, align_parts, result_layout
 from ._comm import Comm
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, HeldScalar, get_distributor, slab_distributor
@@ -664,9 +664,9 @@ def _write_parts(dest: np.ndarray | None, parts: Parts) -> None:
     pieces = list(parts.pieces)
     if parts.own > 0:
         pieces.insert(0, pieces.pop(parts.own))
-    for lo, hi, arr in pieces:
-        if hi > lo:
-            dest[(slice(None),) * parts.axis + (slice(lo, hi),)] = arr
+    for box, arr in pieces:
+        if arr.size:
+            dest[tuple(slice(lo, hi) for lo, hi in box)] = arr
 
 
 def _set(obj: D2O, key: Any, value: Any) -> None:
@@ -1061,7 +1061,11 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
         s = _check_value(value.shape, v.shape)
     if s != value.shape:
         value = value.reshape(s)
-    v.data[...] = align(value, v.distributor)
+    parts = align_parts(value, v.distributor)  # a shifted view: boundary cells only
+    if parts is not None:
+        _write_parts(v.data, parts)
+    else:
+        v.data[...] = align(value, v.distributor)
     return True
 
 

@@ -378,7 +378,7 @@ def _roll_split(a, s: int):
     # new rows [0, s) are old rows [n - s, n); new rows [s, n) are old rows [0, n - s)
     wrapped = [(min(b[r], s) + n - s, min(b[r + 1], s) + n - s) for r in ranks]
     straight = [(max(b[r], s) - s, max(b[r + 1], s) - s) for r in ranks]
-    pieces = [arr for want in (wrapped, straight) for _, _, arr in rows_for(a.data, d, want).pieces]
+    pieces = [arr for want in (wrapped, straight) for _, arr in rows_for(a.data, d, want).pieces]
     return D2O._from_local(np.concatenate(pieces, axis=ax), d)
 
 

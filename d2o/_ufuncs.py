@@ -17,6 +17,7 @@ result.
 from __future__ import annotations
 
 import dis
+import itertools
 import sys
 from sys import getrefcount
 from typing import Any
@@ -96,49 +97,57 @@ def _segmented(
     ufunc: np.ufunc, ins: list, shapes: list, outs: tuple, kwargs: dict, target: Distributor
 ) -> Any:
     """``ufunc`` on this rank's piece of ``target`` where some operands are `Parts`: one
-    call per run of rows that lies inside one piece of every operand, written into the
-    result (no operand is copied whole).  ``shapes``: the operands' global shapes (an
-    operand of extent 1 along the split axis broadcasts).  Local."""
+    call per box of the grid the pieces' boundaries draw along the split axes (each box
+    inside one piece of every operand), written into the result; no operand is copied
+    whole.  ``shapes``: the operands' global shapes (extent 1 broadcasts).  Local."""
     parts = [x for x in ins if isinstance(x, Parts)]
     if any(o is not None and p.shares_memory(o) for o in outs for p in parts):
         # an output overlapping a shifted input: numpy's semantics need whole copies
         ins = [x.assemble() if isinstance(x, Parts) else x for x in ins]
         return ufunc(*ins, out=outs, **kwargs) if outs else ufunc(*ins, **kwargs)
-    k, nd = target.axis, target.ndim
-    assert k is not None
+    axes, nd = target.split_axes(), target.ndim
 
-    def cut(x: Any, shape: tuple, lo: int, hi: int) -> Any:
-        if isinstance(x, Parts):
-            return x.segment(lo, hi)
-        kk = k - (nd - len(shape))
-        if isinstance(x, np.ndarray) and kk >= 0 and shape[kk] != 1:
-            return x[(slice(None),) * kk + (slice(lo, hi),)]
-        return x
+    def cut(x: Any, shape: tuple, box: dict) -> Any:
+        shift = nd - len(shape)
+        if isinstance(x, Parts):  # whole along the axes it broadcasts over
+            return x.segment({a - shift: r for a, r in box.items() if a >= shift})
+        if not isinstance(x, np.ndarray):
+            return x
+        return x[
+            tuple(
+                slice(*box[a + shift]) if a + shift in box and n != 1 else slice(None)
+                for a, n in enumerate(shape)
+            )
+        ]
 
-    def call(lo: int, hi: int, out: tuple | None) -> Any:
-        args = [cut(x, sh, lo, hi) for x, sh in zip(ins, shapes)]
+    def call(box: dict, out: tuple | None) -> Any:
+        args = [cut(x, sh, box) for x, sh in zip(ins, shapes)]
         if out is None:
             return ufunc(*args, **kwargs)
-        rows = (slice(None),) * k + (slice(lo, hi),)  # outputs have the target's shape
-        return ufunc(*args, out=tuple(o[rows] for o in out), **kwargs)
+        sub = tuple(slice(*box[a]) if a in box else slice(None) for a in range(nd))
+        return ufunc(*args, out=tuple(o[sub] for o in out), **kwargs)
 
-    # one call on empty rows first, on every rank (even one holding nothing): numpy's
+    # one call on an empty box first, on every rank (even one holding nothing): numpy's
     # result dtypes, and its type and casting errors raised everywhere alike
+    empty = {a: (0, 0) for a in axes}
     if outs and all(o is not None for o in outs):
-        call(0, 0, outs)
+        call(empty, outs)
     else:
-        probe = call(0, 0, None)
+        probe = call(empty, None)
         probe = probe if isinstance(probe, tuple) else (probe,)
         given = outs or (None,) * len(probe)
         outs = tuple(
             np.empty(target.local_shape, dtype=r.dtype) if o is None else o
             for o, r in zip(given, probe)
         )
-    n = target.local_shape[k]
-    edges = sorted(set().union(*(p.cuts() for p in parts)) | {0, n})
-    for lo, hi in zip(edges, edges[1:]):
-        if hi > lo:
-            call(lo, hi, outs)
+    shifted = [(x, nd - len(sh)) for x, sh in zip(ins, shapes) if isinstance(x, Parts)]
+    grids = []
+    for a in axes:
+        cuts = [p.cuts(a - k) for p, k in shifted if a >= k]
+        edges = sorted(set().union(*cuts) | {0, target.local_shape[a]})
+        grids.append([(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo])
+    for cell in itertools.product(*grids):
+        call(dict(zip(axes, cell)), outs)
     return outs if len(outs) > 1 else outs[0]
 
 

@@ -216,3 +216,24 @@ def test_roll_moves_the_crossing_rows_only(monkeypatch):
     collective_assert(all(k == "Sendrecv" and p <= ring for k, p in seen), f"{seen}")
     sent = sum(c[2] for c in t.calls if c[1] == "Sendrecv")  # besides 1-byte agreements
     collective_assert(sent == (2 * m * 8 if P_ > 1 else 0), f"{sent} bytes")
+
+
+@pytest.mark.parametrize("mesh", [None, "square"])
+def test_mesh_stencil_moves_boundary_cells_point_to_point(mesh, monkeypatch):
+    """On a 2-d process mesh the shifted views of a 5-point stencil take their boundary
+    cells from the mesh neighbours point to point (no operand copied whole)."""
+    if mesh == "square" and P != 4:
+        pytest.skip("a 2 x 2 mesh needs 4 ranks")
+    lay = d2o.layout(None if mesh is None else (2, 2), (0, 1))
+    U = sample((20, 18), "float64", seed=12)
+    u = d2o.distributed_data_object(U, distribution_strategy=lay)
+    seen = spy_sends(monkeypatch)
+    with d2o.options(check_args=False):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    seen = list(seen)
+    U[1:-1, 1:-1] = 0.25 * (U[:-2, 1:-1] + U[2:, 1:-1] + U[1:-1, :-2] + U[1:-1, 2:])
+    assert_equal_to_numpy(u, U)
+    d = u.distributor
+    here = np.array(d.coords_of(default_comm().rank))
+    far = {r for r in range(P) if np.abs(np.array(d.coords_of(r)) - here).max() > 1}
+    collective_assert(all(k == "Sendrecv" and not p & far for k, p in seen), f"{seen}")
