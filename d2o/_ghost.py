@@ -10,7 +10,9 @@ left as it is (zero when the buffer was made).
 
 The width is a property of the layout's distributors (`width`), kept in a side table so
 the distributors themselves stay plain slab or mesh layouts: results of operations on
-such arrays keep the layout, and get their buffer when first asked (`padded`).
+such arrays keep the layout, and get their buffer when first asked (`padded`: the piece
+moves into it then, so a view made of such a result before that keeps the old memory;
+arrays created with the layout have their buffer from the start).
 
 Communication of `update_halos`: each rank sends the cells of its piece that lie in a
 neighbour's ghost layers to that neighbour, point to point, and nothing else: on slabs
