@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._distributors import Distributor, SlabDistributor, is_runs
-from ._halo import rows_for
+from ._halo import boxes_for, rows_for
 
 if TYPE_CHECKING:
     from ._d2o import distributed_data_object as D2O
@@ -147,33 +147,18 @@ def update_halos(x: D2O) -> None:
             for a, ((lo, hi), n) in enumerate(zip(box, shape))
         )
 
+    parts = boxes_for(x.data, d, grown)  # own cells stay; the others are ghost cells
+    mine = grown(me)
+    if mine is None:
+        return
     own = d.region(me)
-
-    def meet(a: tuple | None, b: tuple | None) -> tuple | None:
-        if a is None or b is None:
-            return None
-        box = tuple((max(p0, q0), min(p1, q1)) for (p0, p1), (q0, q1) in zip(a, b))
-        return None if any(hi <= lo for lo, hi in box) else box
-
-    def index(box: tuple, origin: tuple, shift: int) -> tuple:
-        """``box`` (global) inside an array whose corner is global ``origin`` minus
-        ``shift`` along the split axes."""
-        return tuple(
-            slice(lo - o + (shift if a in axes else 0), hi - o + (shift if a in axes else 0))
-            for a, ((lo, hi), (o, _)) in enumerate(zip(box, origin))
-        )
-
-    sends, recvs = [], []
-    for p in range(comm.size):
-        if p == me or d.region(p) == own:  # a replica holds these cells itself
-            continue
-        box = meet(d.source(me), grown(p))  # this rank's cells in p's ghost layers
-        if box is not None:
-            sends.append((p, np.ascontiguousarray(x.data[index(box, own, 0)])))
-        box = meet(d.source(p), grown(me))  # p's cells in this rank's ghost layers
-        if box is not None:
-            recvs.append((p, box, np.empty([hi - lo for lo, hi in box], dtype=buf.dtype)))
-    if sends or recvs:
-        comm.Sendrecv_many(sends, [(p, arr) for p, _, arr in recvs])
-    for _, box, arr in recvs:
-        buf[index(box, own, w)] = arr
+    for i, (box, arr) in enumerate(parts.pieces):
+        if i != parts.own and arr.size:
+            buf[
+                tuple(
+                    slice(
+                        lo + g - o + (w if a in axes else 0), hi + g - o + (w if a in axes else 0)
+                    )
+                    for a, ((lo, hi), (g, _), (o, _)) in enumerate(zip(box, mine, own))
+                )
+            ] = arr
