@@ -237,3 +237,50 @@ def test_mesh_stencil_moves_boundary_cells_point_to_point(mesh, monkeypatch):
     here = np.array(d.coords_of(default_comm().rank))
     far = {r for r in range(P) if np.abs(np.array(d.coords_of(r)) - here).max() > 1}
     collective_assert(all(k == "Sendrecv" and not p & far for k, p in seen), f"{seen}")
+
+
+# -- property: any two windows of one array, any slab layout -------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_UFUNCS = [np.add, np.subtract, np.multiply, np.maximum, np.hypot]
+
+
+@st.composite
+def _windows(draw):
+    """An array, its layout, and two equally long windows along the split axis (with
+    steps), plus a ufunc, an output window and an in-place flag."""
+    n = draw(st.integers(1, 12))
+    m = draw(st.integers(1, 3))
+    axis = draw(st.integers(0, 1))
+    strategy = draw(st.sampled_from(["equal", "fftw", "freeform"]))
+    step = draw(st.sampled_from([1, 1, 2, -1]))
+    length = draw(st.integers(0, max(0, (n - 1) // abs(step) + 1)))
+    span = (length - 1) * abs(step) + 1 if length else 0
+
+    def window():
+        start = draw(st.integers(0, n - span))
+        if not length:
+            return slice(start, start, step)
+        if step > 0:
+            return slice(start, start + span, step)
+        return slice(start + span - 1, start - 1 if start else None, step)
+
+    return n, m, axis, strategy, window(), window(), window(), draw(st.sampled_from(_UFUNCS))
+
+
+@given(_windows())
+def test_two_windows_against_numpy(case):
+    n, m, axis, strategy, w1, w2, w3, ufunc = case
+    A = sample((n, m) if axis == 0 else (m, n), "float64", seed=n)
+    a = make(A, strategy, axis)
+    s1, s2, s3 = (_cut(axis, w) for w in (w1, w2, w3))
+    assert_equal_to_numpy(ufunc(a[s1], a[s2]), ufunc(A[s1], A[s2]), rtol=1e-15)
+    a[s3] = ufunc(a[s1], a[s2])  # the value may overlap the target
+    A[s3] = ufunc(A[s1], A[s2])
+    assert_equal_to_numpy(a, A, rtol=1e-15)
+    v = a[s1]
+    v += a[s2]  # in place on a window that the other one may overlap
+    A[s1] += A[s2]
+    assert_equal_to_numpy(a, A, rtol=1e-15)
