@@ -78,12 +78,16 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if where is not True:
         kwargs["where"] = align(where, target)
     local_out = tuple(None if o is None else align_out(o, target) for o in outs)
-    if any(isinstance(x, Parts) for x in local_in):
-        result = _segmented(ufunc, local_in, shapes, local_out, kwargs, target)
-    else:
-        if outs:
-            kwargs["out"] = local_out
-        result = ufunc(*local_in, **kwargs)
+    try:
+        if any(isinstance(x, Parts) for x in local_in):
+            result = _segmented(ufunc, local_in, shapes, local_out, kwargs, target)
+        else:
+            if outs:
+                kwargs["out"] = local_out
+            result = ufunc(*local_in, **kwargs)
+    except Exception as exc:  # data-dependent: only some ranks may see it (see _failed)
+        firsts = [x.pieces[0][1] if isinstance(x, Parts) else x for x in local_in]
+        result = _failed(exc, target, ufunc, firsts)
     if outs:
         wrapped = tuple(
             o if o is not None else _from_local(r, target)

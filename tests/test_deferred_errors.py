@@ -44,6 +44,28 @@ def test_negative_integer_power_on_one_rank(form):
     assert_equal_to_numpy(x**2, base**2)
 
 
+@pytest.mark.parametrize("form", ["other layout", "shifted view", "out on another layout"])
+def test_negative_power_with_operands_to_align(form):
+    """The same error where operands are aligned first (another layout, a shifted view):
+    the ranks that see it do not leave the others waiting."""
+    n = 4 * comm.size
+    base = np.full(n, 2, dtype=np.int64)
+    x = distributed_data_object(base)
+    e = distributed_data_object(_exponents(), distribution_strategy="fftw")
+    out = distributed_data_object(np.zeros(n, dtype=np.int64), distribution_strategy="fftw")
+    run = {
+        "other layout": lambda: x**e,
+        "shifted view": lambda: x[1:] ** e[1:],
+        "out on another layout": lambda: np.power(x, e, out=out),
+    }[form]
+    if comm.size == 1:
+        assert_raises_everywhere(ValueError, run)
+    else:
+        run()
+        assert_raises_everywhere(ValueError, x.sum)
+    assert_equal_to_numpy(x**2, base**2)
+
+
 def test_errstate_raise_on_one_rank():
     a = np.ones(4 * comm.size)
     a[-1] = -1.0
