@@ -8,10 +8,25 @@ same program run without MPI, or with ``mpiexec -n 3``, draws the same numbers.
 
 Streams
 -------
-The flattened global index space (C order) is cut into blocks of ``BLOCK`` = 4096
-elements.  Call number ``c`` of a generator (every public call advances the counter by
-one, on every rank alike, as every rank makes the same calls) draws block ``b`` from its
-own counter-based stream: numpy's `~numpy.random.Philox` (4x64, 10 rounds) with
+Two engines, chosen by the distribution.
+
+**Fixed width** (`Generator.random`, `Generator.uniform`, `Generator.choice` with ``p``:
+one 64-bit word per double, half a word per single) draw **numpy's own stream**: the
+`~numpy.random.PCG64` that numpy's ``default_rng(seed)`` builds from the same
+`~numpy.random.SeedSequence`.  Element ``i`` of a call is the value the sequential
+stream gives at the generator's position plus ``i``; a rank jumps to the first element
+of each run of flat indices it holds (``PCG64.advance``, logarithmic in the distance)
+and draws only those.  After the call every rank moves the generator's position past
+the whole call.  So a program that draws only with these gets exactly numpy's numbers
+for the same seed, on any number of processes.
+
+**Variable width** (normal and exponential ziggurats, bounded integers, ``choice``
+without ``p``) consume a varying number of words per value, so no rank can know where
+another's values start in a sequential stream.  The flattened global index space (C
+order) is cut into blocks of ``BLOCK`` = 4096 elements, and call number ``c`` of the
+generator (every public call advances the counter by one, on every rank alike) draws
+block ``b`` from its own counter-based stream: numpy's `~numpy.random.Philox` (4x64,
+10 rounds) with
 
 * ``key``: two 64-bit words from the seed's `~numpy.random.SeedSequence`
   (``generate_state(2, np.uint64)``);
@@ -23,19 +38,16 @@ Element ``i`` of the flattened result of call ``c`` is the ``i % BLOCK``-th valu
 numpy's `~numpy.random.Generator` draws from the stream of block ``i // BLOCK``: a
 function of (seed, call number, global flat index) alone.  A block's stream holds
 ``4 * 2**64`` words, far more than any block can consume, so streams never overlap.
+Each rank draws the prefix of every block that meets its piece up to the last element
+it needs.  These values are not numpy's (numpy's stream is sequential over the whole
+array), and ``BLOCK`` is part of the definition: changing it changes the numbers.  A
+variable-width call does not move the fixed-width stream: after one, the fixed-width
+draws go on where they stopped (and so no longer match a numpy program making the same
+calls, whose normal draws consumed its one stream).
 
-Each rank draws only the blocks that meet the part of the global array it holds, and of
-such a block only the part it needs: distributions drawing a fixed number of bits per
-value (`Generator.random`, `Generator.uniform`, `Generator.choice` with ``p``) start at
-the first needed element (the counter jumps there); the others (normal and exponential
-ziggurats, bounded integers) draw the block's prefix up to the last needed element.
 Memory beyond the rank's piece: one block of scratch, plus a few integers per
 contiguous run of flat indices the piece covers (one run for slabs along the first axis
 and for replicated arrays).
-
-The values are not those numpy's own ``default_rng(seed)`` draws (that stream is
-sequential over the whole array), and ``BLOCK`` is part of the definition: changing it
-changes the numbers.
 
 A generator is a per-process object: build it on every rank with the same seed, and
 make the same calls on every rank.  ``default_rng()`` without a seed is collective (rank
@@ -76,8 +88,9 @@ class _Kind:
     """How values are drawn from one block's numpy Generator.
 
     ``fill(gen, out)`` writes ``len(out)`` consecutive values of the stream into ``out``.
-    ``per_word`` is the number of values one 64-bit word gives when that is fixed (the
-    stream can then start at any element), 0 when it varies (rejection sampling).
+    ``per_word`` is the number of values one 64-bit word gives when that is fixed (they
+    come from numpy's sequential stream), 0 when it varies (rejection sampling: Philox
+    blocks).
     """
 
     dtype: np.dtype
@@ -191,6 +204,11 @@ def _multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
 
 
+def _held(state: Any, has: int, value: int) -> Any:
+    """A PCG64 state with its held half word (``has_uint32``, ``uinteger``) replaced."""
+    return {**state, "has_uint32": has, "uinteger": value}
+
+
 def _scalar_param(value: Any, name: str) -> Any:
     if np.ndim(value) != 0:
         raise NotImplementedError(
@@ -237,9 +255,12 @@ class Generator:
         self._bits = np.random.Philox(key=self._key)
         self._gen = np.random.Generator(self._bits)
         self._counter = np.zeros(4, np.uint64)
+        self._stream = np.random.PCG64(seed_seq)  # numpy's default_rng(seed) stream
+        self._walker = np.random.PCG64(seed_seq)  # a copy that jumps to this rank's runs
+        self._walk = np.random.Generator(self._walker)
 
     def __repr__(self) -> str:
-        return f"d2o Generator(Philox blocks of {BLOCK}, calls={self.calls})"
+        return f"d2o Generator(PCG64 stream and Philox blocks of {BLOCK}, calls={self.calls})"
 
     def __reduce__(self):  # the counter must stay in step on every rank
         raise TypeError("d2o generators cannot be pickled; build them with default_rng")
@@ -259,14 +280,60 @@ class Generator:
         """
         return [Generator(s) for s in self.seed_seq.spawn(n_children)]
 
-    # -- the engine ----------------------------------------------------------------
+    # -- the fixed-width engine: numpy's stream ----------------------------------------
 
-    def _start(self, call: int, block: int, word: int) -> None:
-        """Point the Philox stream at block ``block`` of call ``call``, ``word`` 64-bit
-        words in."""
-        steps, rest = divmod(word, 4)
+    def _stream_fill(self, kind: _Kind, total: int, starts: np.ndarray, stops: np.ndarray,
+                     flat: np.ndarray) -> None:  # fmt: skip
+        """Fill ``flat`` with elements ``starts[k]:stops[k]`` of the stream's next
+        ``total`` values, then move the stream past all ``total`` of them."""
+        base: Any = self._stream.state
+        per = kind.per_word  # 1 (doubles) or 2 (singles: low half of a word, then high)
+        held = base["has_uint32"] if per == 2 else 0  # a half word left by a last call
+        walker, gen = self._walker, self._walk
+        scratch = np.empty(1, kind.dtype)
+        at, pos = 0, -1  # where the walker stands (-1: nowhere yet)
+        for a, b in zip(starts.tolist(), stops.tolist()):
+            if a != pos:
+                if per == 1 and 0 <= pos < a:
+                    walker.advance(a - pos)
+                elif a < held:  # element 0 is the held half word
+                    walker.state = base
+                else:
+                    walker.state = _held(base, 0, 0)
+                    words, half = divmod(a - held, per)
+                    walker.advance(words)
+                    if half:
+                        kind.fill(gen, scratch)  # the low half of a shared word
+            kind.fill(gen, flat[at : at + b - a])
+            at, pos = at + b - a, b
+        self._skip(base, per, held, total)
+
+    def _skip(self, base: Any, per: int, held: int, total: int) -> None:
+        """Move the stream past ``total`` values drawn from state ``base``, as numpy's
+        own draws would leave it (a single's high half word stays held)."""
+        if total == 0:
+            return
+        if per == 1:  # doubles leave a held half word alone
+            self._stream.advance(total)
+            self._stream.state = _held(self._stream.state, base["has_uint32"], base["uinteger"])
+            return
+        halves = total - held
+        if halves <= 0:  # only the held half was used
+            self._stream.state = _held(base, 0, 0)
+            return
+        words, odd = divmod(halves, 2)
+        self._stream.state = _held(base, 0, 0)
+        self._stream.advance(words)
+        if odd:  # the last word's high half stays held, as in numpy
+            last = int(self._stream.random_raw())
+            self._stream.state = _held(self._stream.state, 1, last >> 32)
+
+    # -- the variable-width engine: Philox blocks -----------------------------------
+
+    def _start(self, call: int, block: int) -> None:
+        """Point the Philox stream at the start of block ``block`` of call ``call``."""
         c = self._counter
-        c[0], c[1], c[2], c[3] = steps, 0, block, call
+        c[0], c[1], c[2], c[3] = 0, 0, block, call
         self._bits.state = {
             "bit_generator": "Philox",
             "state": {"counter": c, "key": self._key},
@@ -275,8 +342,6 @@ class Generator:
             "has_uint32": 0,
             "uinteger": 0,
         }
-        if rest:
-            self._bits.random_raw(rest)
 
     def _draw(
         self, kind: _Kind, call: int, block: int, lo: int, hi: int, out: np.ndarray | None,
@@ -285,15 +350,7 @@ class Generator:
         """Elements ``lo:hi`` of a block: written into ``out`` when given, else returned as
         a view of ``scratch`` (one block long)."""
         g = self._gen
-        if kind.per_word:  # a fixed number of values per word: start at element lo
-            words, rest = divmod(lo, kind.per_word)
-            self._start(call, block, words)
-            if rest:
-                kind.fill(g, scratch[:rest])  # the first values of a shared word
-            target = scratch[: hi - lo] if out is None else out
-            kind.fill(g, target)
-            return target
-        self._start(call, block, 0)
+        self._start(call, block)
         if lo == 0 and out is not None:
             kind.fill(g, out)
             return out
@@ -330,18 +387,26 @@ class Generator:
         """A new call's values: (this rank's piece, its distributor), or for
         ``size=None`` (a 1-element array, None)."""
         if size is None:
-            call = self._next_call()
             flat = np.empty(1, kind.dtype)
-            self._fill(kind, call, np.zeros(1, np.int64), np.ones(1, np.int64), flat)
+            self._values(kind, 1, np.zeros(1, np.int64), np.ones(1, np.int64), flat)
             return flat, None
         shape = _shape_tuple(size)
         d = distributor_for(dist, shape, kind.dtype)
-        call = self._next_call()
         piece = np.empty(d.local_shape, kind.dtype)
         box = d.region(d.comm.rank) if shape else ()
         starts, stops = _flat_runs(box, shape)
-        self._fill(kind, call, starts, stops, piece.reshape(-1))
+        self._values(kind, math.prod(shape), starts, stops, piece.reshape(-1))
         return piece, d
+
+    def _values(self, kind: _Kind, total: int, starts: np.ndarray, stops: np.ndarray,
+                flat: np.ndarray) -> None:  # fmt: skip
+        """One call of ``total`` values: this rank's runs into ``flat``, by the engine
+        the kind needs (see the module notes)."""
+        call = self._next_call()
+        if kind.per_word:
+            self._stream_fill(kind, total, starts, stops, flat)
+        else:
+            self._fill(kind, call, starts, stops, flat)
 
     def _next_call(self) -> int:
         call = self.calls

@@ -1,9 +1,10 @@
 """Random numbers (`d2o._random`): the same global array at any process count and layout.
 
 The digests below were computed once without MPI; every process count (1, 2, 3, 4 and
-none) must reproduce them, whatever the layout.  They also pin numpy's Philox stream and
-its ziggurat/Lemire algorithms: a numpy release changing those (numpy's stream policy
-allows it) would change them.
+none) must reproduce them, whatever the layout.  They also pin numpy's PCG64 and Philox
+streams and its ziggurat/Lemire algorithms: a numpy release changing those (numpy's
+stream policy allows it) would change them.  The fixed-width draws (``random``,
+``uniform``, ``choice`` with ``p``) are compared with numpy's own generator directly.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collect
 SEED = 20240611
 
 DIGESTS = {
-    "random": "a4ca42b20207915f",
+    "random": "9ff58f14ef02c771",
     "standard_normal": "f1e39872f80047ef",
     "integers": "8f8fd72087732a77",
     "normal": "6246445f4fb95b69",
-    "uniform": "fda8be4677031840",
+    "uniform": "2a88770ff8961cd4",
     "exponential": "83ca56999984ac5c",
-    "choice_p": "20d9189c3cce5a1a",
+    "choice_p": "c65877689e53d219",
     "choice_a": "9ac4b7c223e913d5",
-    "random32": "d5427d0c6b86af1a",
+    "random32": "d6f256c3a574cca0",
     "normal32": "f7937aa1c80af759",
 }
 
@@ -103,30 +104,83 @@ def _reference(seed: int, call: int, shape: tuple, fill) -> np.ndarray:
     return np.concatenate(blocks)[:n].reshape(shape) if blocks else np.zeros(shape)
 
 
-FILLS = {
-    "random": (lambda r, s, d: r.random(s, dist=d), lambda g, n: g.random(n)),
+def _numpy_stream(seed: int, shape: tuple, dtype=np.float64) -> np.ndarray:
+    """What numpy's own ``default_rng(seed).random`` draws first."""
+    return np.random.default_rng(seed).random(shape, dtype=dtype)
+
+
+FILLS = {  # kind: (d2o's draw, the expected global array of call number 3)
+    "random": (
+        lambda r, s, d: r.random(s, dist=d),
+        lambda s: _numpy_stream(SEED, s),  # numpy's stream: the call number plays no part
+    ),
     "random32": (
         lambda r, s, d: r.random(s, np.float32, dist=d),
-        lambda g, n: g.random(n, dtype=np.float32),
+        lambda s: _numpy_stream(SEED, s, np.float32),
     ),
-    "normal": (lambda r, s, d: r.standard_normal(s, dist=d), lambda g, n: g.standard_normal(n)),
-    "integers": (lambda r, s, d: r.integers(-5, 50, s, dist=d), lambda g, n: g.integers(-5, 50, n)),
+    "normal": (
+        lambda r, s, d: r.standard_normal(s, dist=d),
+        lambda s: _reference(SEED, 3, s, lambda g, n: g.standard_normal(n)),
+    ),
+    "integers": (
+        lambda r, s, d: r.integers(-5, 50, s, dist=d),
+        lambda s: _reference(SEED, 3, s, lambda g, n: g.integers(-5, 50, n)),
+    ),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(FILLS))
 @pytest.mark.parametrize("shape", [(3, 4097), (9, 1000), (2, 3, 2050)])
 def test_pieces_follow_the_documented_streams(comm, kind, shape):
-    """Every rank's piece, in every layout, is the block-wise definition cut to its box
-    (column slabs and block-cyclic pieces start blocks in the middle)."""
-    draw, fill = FILLS[kind]
-    expected = _reference(SEED, 3, shape, fill)
+    """Every rank's piece, in every layout, is the documented definition cut to its box
+    (column slabs and block-cyclic pieces start blocks, or the stream, in the middle)."""
+    draw, reference = FILLS[kind]
+    expected = reference(shape)
     check = Checks()
     for name, dist in _layouts(comm).items():
         rng = default_rng(SEED)
         rng.calls = 3  # the fourth call
         check.equal(draw(rng, shape, dist), expected, what=f"{kind} {name}")
     check.done()
+
+
+FIXED_WIDTH_CALLS = [  # (method, args, keywords): singles leave half words held
+    ("random", ((7, 5),), {}),
+    ("random", (3,), {"dtype": np.float32}),
+    ("uniform", (-1.0, 2.0, (4, 9)), {}),
+    ("random", ((5, 3),), {"dtype": np.float32}),
+    ("random", (6,), {}),
+    ("random", (), {"dtype": np.float32}),
+    ("random", ((2, 1),), {"dtype": np.float32}),
+    ("choice", (5, (3, 11)), {"p": [0.1, 0.2, 0.3, 0.2, 0.2]}),
+    ("random", ((33, 40),), {"dtype": np.float32}),
+    ("random", (), {}),
+    ("uniform", (2.0, 3.0, (0, 4)), {}),
+    ("random", ((17, 4),), {}),
+]
+
+
+@pytest.mark.parametrize("seed", [0, SEED])
+def test_fixed_width_draws_are_numpys_stream(comm, seed):
+    """A sequence of fixed-width draws gives exactly what numpy's own ``default_rng``
+    gives for the same calls, in every layout (a half word held by a draw of singles
+    included); a variable-width draw in between leaves the stream where it was."""
+    check = Checks()
+    for name, dist in _layouts(comm).items():
+        ours, theirs = default_rng(seed), np.random.default_rng(seed)
+        for i, (method, args, kwargs) in enumerate(FIXED_WIDTH_CALLS):
+            want = getattr(theirs, method)(*args, **kwargs)
+            if np.ndim(want) < 2:  # scalars and 1-d draws: the default layout
+                got = getattr(ours, method)(*args, **kwargs)
+            else:
+                got = getattr(ours, method)(*args, **kwargs, dist=dist)
+            if np.ndim(want) == 0:
+                check.true(float(got) == float(want), f"{name} call {i}: {got} != {want}")
+            else:
+                check.equal(got, want, what=f"{name} call {i}")
+            if i == 4:
+                ours.standard_normal((3, 7), dist=dist)  # does not move the stream
+        check.done()
 
 
 # -- 2. the same values in every layout --------------------------------------------------
@@ -262,7 +316,7 @@ def test_module_level_functions():
     _random.seed(SEED)
     b = _random.random((300,), dist=False).get_full_data()
     collective_assert(np.array_equal(a, b), "seed() restarts the default generator")
-    expected = _reference(SEED, 1, (300,), lambda g, n: g.random(n))  # the second call
+    expected = _numpy_stream(SEED, 600)[300:]  # the second call: the stream goes on
     assert_equal_to_numpy(_random.random(300), expected)
     for f, args in [
         (_random.standard_normal, (4,)),

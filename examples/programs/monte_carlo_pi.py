@@ -12,9 +12,9 @@ The code is plain numpy; only the import differs::
     mpiexec -n 2 python examples/programs/monte_carlo_pi.py 10000000  # d2o.numpy
 
 Random numbers: ``np.random.default_rng(seed).random(n)``.  d2o.numpy's generator draws
-the same global array on any number of processes, but not numpy's stream, so the two
-backends print different (equally valid) estimates.  `pi_from_points` is the part
-without random numbers: given identical samples (made by numpy and passed through
+numpy's own stream for ``random`` (each rank jumps to the elements it holds), so both
+backends print the same estimate, on any number of processes.  `pi_from_points` is the
+part without random numbers: given identical samples (made by numpy and passed through
 ``np.asarray``) both backends count exactly the same points.
 """
 
