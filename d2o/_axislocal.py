@@ -39,19 +39,35 @@ _from_local = D2O._from_local
 def find_arrays(values: Any) -> list:
     """The distributed arrays among ``values`` (searching lists, tuples and dicts)."""
     out: list = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, D2O):
-            out.append(v)
-        elif type(v) in (list, tuple):
-            for e in v:
-                walk(e)
-        elif type(v) is dict:
-            for e in v.values():
-                walk(e)
-
-    walk(values)
+    _collect(values, out)
     return out
+
+
+# The recursions below are module-level functions on purpose: a nested function that
+# calls itself is a reference cycle, and everything it closes over (the arrays found,
+# gathered copies) would then live until the garbage collector ran, not until return.
+
+
+def _collect(v: Any, out: list) -> None:
+    if isinstance(v, D2O):
+        out.append(v)
+    elif type(v) in (list, tuple):
+        for e in v:
+            _collect(e, out)
+    elif type(v) is dict:
+        for e in v.values():
+            _collect(e, out)
+
+
+def _substitute(v: Any, full: dict) -> Any:
+    """``v`` with every distributed array replaced by ``full[id(array)]``."""
+    if isinstance(v, D2O):
+        return full[id(v)]
+    if type(v) in (list, tuple):
+        return type(v)(_substitute(e, full) for e in v)
+    if type(v) is dict:
+        return {k: _substitute(e, full) for k, e in v.items()}
+    return v
 
 
 def elementwise(func: Callable, arrays: list, *args: Any, **kwargs: Any) -> Any:
@@ -178,17 +194,7 @@ def _local_fallback(func: Callable, args: tuple, kwargs: dict, inplace: bool, li
     arrays = find_arrays((args, kwargs))
     out = kwargs.get("out")
     full = {id(a): a.get_full_data() for a in arrays}
-
-    def conv(v: Any) -> Any:
-        if isinstance(v, D2O):
-            return full[id(v)]
-        if type(v) in (list, tuple):
-            return type(v)(conv(e) for e in v)
-        if type(v) is dict:
-            return {k: conv(e) for k, e in v.items()}
-        return v
-
-    res = func(*conv(args), **conv(kwargs))
+    res = func(*_substitute(args, full), **_substitute(kwargs, full))
     if inplace and isinstance(args[0], D2O):
         args[0][...] = full[id(args[0])]  # numpy wrote into the gathered copy: cut it back
         return res

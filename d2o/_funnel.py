@@ -195,6 +195,19 @@ def _has_mesh(values: Any, D2O: type, kinds: tuple) -> bool:
     return False
 
 
+def _to_slab(v: Any, D2O: type, kinds: tuple, as_slab: Callable, swapped: list) -> Any:
+    """``v`` with mesh operands replaced by slab copies, each pair noted in ``swapped``.
+    (Module level: a nested recursive function would be a reference cycle keeping the
+    copies alive until the garbage collector ran.)"""
+    if isinstance(v, D2O) and type(v.distributor) in kinds:
+        s = as_slab(v)
+        swapped.append((v, s))
+        return s
+    if type(v) in (list, tuple) and any(isinstance(e, D2O) for e in v):
+        return type(v)(_to_slab(e, D2O, kinds, as_slab, swapped) for e in v)
+    return v
+
+
 def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: bool = False) -> Any:
     """Run ``fn`` with mesh operands (only 0-d views with ``held_only``) replaced by their
     slab equivalents (one exchange each); results written back for mutating operations.
@@ -204,18 +217,8 @@ def _on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: boo
     if not _has_mesh(args, D2O, kinds) and not (kwargs and _has_mesh(kwargs.values(), D2O, kinds)):
         return fn(*args, **kwargs)
     swapped: list = []
-
-    def sub(v: Any) -> Any:
-        if isinstance(v, D2O) and type(v.distributor) in kinds:
-            s = as_slab(v)
-            swapped.append((v, s))
-            return s
-        if type(v) in (list, tuple) and any(isinstance(e, D2O) for e in v):
-            return type(v)(sub(e) for e in v)
-        return v
-
-    new_args = tuple(sub(a) for a in args)
-    new_kwargs = {k: sub(v) for k, v in kwargs.items()}
+    new_args = tuple(_to_slab(a, D2O, kinds, as_slab, swapped) for a in args)
+    new_kwargs = {k: _to_slab(v, D2O, kinds, as_slab, swapped) for k, v in kwargs.items()}
     if not swapped:
         return fn(*args, **kwargs)
     res = fn(*new_args, **new_kwargs)
