@@ -25,25 +25,19 @@ without ``p``) consume a varying number of words per value, so no rank can know 
 another's values start in a sequential stream.  The flattened global index space (C
 order) is cut into blocks of ``BLOCK`` = 4096 elements, and call number ``c`` of the
 generator (every public call advances the counter by one, on every rank alike) draws
-block ``b`` from its own counter-based stream: numpy's `~numpy.random.Philox` (4x64,
-10 rounds) with
-
-* ``key``: two 64-bit words from the seed's `~numpy.random.SeedSequence`
-  (``generate_state(2, np.uint64)``);
-* ``counter``: ``[w, 0, b, c]``: word 0 counts the Philox steps inside the block (each
-  step gives four 64-bit words), word 1 is reserved (0), word 2 is the block, word 3
-  the call.
-
-Element ``i`` of the flattened result of call ``c`` is the ``i % BLOCK``-th value that
-numpy's `~numpy.random.Generator` draws from the stream of block ``i // BLOCK``: a
-function of (seed, call number, global flat index) alone.  A block's stream holds
-``4 * 2**64`` words, far more than any block can consume, so streams never overlap.
-Each rank draws the prefix of every block that meets its piece up to the last element
-it needs.  These values are not numpy's (numpy's stream is sequential over the whole
-array), and ``BLOCK`` is part of the definition: changing it changes the numbers.  A
-variable-width call does not move the fixed-width stream: after one, the fixed-width
-draws go on where they stopped (and so no longer match a numpy program making the same
-calls, whose normal draws consumed its one stream).
+block ``b`` from the same PCG64 stream jumped ``(2**32 * c + b + 1) * 2**64`` words past
+its origin (``PCG64.advance``).  Element ``i`` of the flattened result of call ``c`` is
+the ``i % BLOCK``-th value numpy's `~numpy.random.Generator` draws from block
+``i // BLOCK``: a function of (seed, call number, global flat index) alone.  Every block
+owns 2**64 words of the stream, far more than it can consume, and the fixed-width draws
+use the first 2**64, so no two draws ever share a word (up to 2**32 calls of 2**32
+blocks each; beyond, `OverflowError`).  Each rank draws the prefix of every block that
+meets its piece up to the last element it needs.  These values are not numpy's (numpy's
+stream is sequential over the whole array), and ``BLOCK`` is part of the definition:
+changing it changes the numbers.  A variable-width call does not move the fixed-width
+stream: after one, the fixed-width draws go on where they stopped (and so no longer
+match a numpy program making the same calls, whose normal draws consumed its one
+stream).
 
 Memory beyond the rank's piece: one block of scratch, plus a few integers per
 contiguous run of flat indices the piece covers (one run for slabs along the first axis
@@ -76,6 +70,7 @@ __all__ = [
 
 #: Elements per block: every block of the flattened global array has its own stream.
 BLOCK = 4096
+_LIMIT = 1 << 32  # calls per generator and blocks per call of the variable-width draws
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -89,8 +84,8 @@ class _Kind:
 
     ``fill(gen, out)`` writes ``len(out)`` consecutive values of the stream into ``out``.
     ``per_word`` is the number of values one 64-bit word gives when that is fixed (they
-    come from numpy's sequential stream), 0 when it varies (rejection sampling: Philox
-    blocks).
+    come from numpy's sequential stream), 0 when it varies (rejection sampling: blocks
+    of the stream far apart).
     """
 
     dtype: np.dtype
@@ -251,16 +246,13 @@ class Generator:
             )
         self.seed_seq = seed_seq
         self.calls = 0
-        self._key = seed_seq.generate_state(2, np.uint64)
-        self._bits = np.random.Philox(key=self._key)
-        self._gen = np.random.Generator(self._bits)
-        self._counter = np.zeros(4, np.uint64)
         self._stream = np.random.PCG64(seed_seq)  # numpy's default_rng(seed) stream
+        self._origin = self._stream.state  # where it starts: the blocks jump from here
         self._walker = np.random.PCG64(seed_seq)  # a copy that jumps to this rank's runs
         self._walk = np.random.Generator(self._walker)
 
     def __repr__(self) -> str:
-        return f"d2o Generator(PCG64 stream and Philox blocks of {BLOCK}, calls={self.calls})"
+        return f"d2o Generator(PCG64, blocks of {BLOCK}, calls={self.calls})"
 
     def __reduce__(self):  # the counter must stay in step on every rank
         raise TypeError("d2o generators cannot be pickled; build them with default_rng")
@@ -328,20 +320,13 @@ class Generator:
             last = int(self._stream.random_raw())
             self._stream.state = _held(self._stream.state, 1, last >> 32)
 
-    # -- the variable-width engine: Philox blocks -----------------------------------
+    # -- the variable-width engine: blocks of the stream far apart ---------------------
 
     def _start(self, call: int, block: int) -> None:
-        """Point the Philox stream at the start of block ``block`` of call ``call``."""
-        c = self._counter
-        c[0], c[1], c[2], c[3] = 0, 0, block, call
-        self._bits.state = {
-            "bit_generator": "Philox",
-            "state": {"counter": c, "key": self._key},
-            "buffer": np.zeros(4, np.uint64),
-            "buffer_pos": 4,
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
+        """Point the walker at the start of block ``block`` of call ``call``: the
+        stream's origin jumped ``(2**32 * call + block + 1) * 2**64`` words ahead."""
+        self._walker.state = self._origin
+        self._walker.advance(((call << 32) + block + 1) << 64)
 
     def _draw(
         self, kind: _Kind, call: int, block: int, lo: int, hi: int, out: np.ndarray | None,
@@ -349,7 +334,7 @@ class Generator:
     ) -> np.ndarray:  # fmt: skip
         """Elements ``lo:hi`` of a block: written into ``out`` when given, else returned as
         a view of ``scratch`` (one block long)."""
-        g = self._gen
+        g = self._walk
         self._start(call, block)
         if lo == 0 and out is not None:
             kind.fill(g, out)
@@ -402,6 +387,11 @@ class Generator:
                 flat: np.ndarray) -> None:  # fmt: skip
         """One call of ``total`` values: this rank's runs into ``flat``, by the engine
         the kind needs (see the module notes)."""
+        if not kind.per_word and (self.calls >= _LIMIT or total > _LIMIT * BLOCK):
+            raise OverflowError(  # global values: every rank raises alike
+                f"d2o's generator draws at most {_LIMIT} arrays of {_LIMIT * BLOCK} elements "
+                "with this distribution"
+            )
         call = self._next_call()
         if kind.per_word:
             self._stream_fill(kind, total, starts, stops, flat)
