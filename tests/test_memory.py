@@ -71,30 +71,26 @@ def test_transposing_redistribution_bounded():
 # -- memory is given back at once: no reference cycles ------------------------------------
 
 
-def _cycle_cases():
-    import d2o
-    import d2o.numpy as dnp
-
-    x = dnp.arange(24.0).reshape(6, 4)
-    y = dnp.asarray(np.linspace(0, 1, 24).reshape(6, 4))
-    mesh = d2o.layout(mesh=(comm.size, 1))
-    return {
-        "add": lambda: x + y,
-        "dot": lambda: dnp.dot(x.ravel(), y.ravel()),  # find_arrays, the dispatch
-        "sum": lambda: dnp.sum(x, axis=0),
-        "sort axis 0": lambda: dnp.sort(x, axis=0),
-        "concatenate": lambda: dnp.concatenate([x, y]),
-        "median": lambda: dnp.median(x),
-        "roll": lambda: dnp.roll(x, 1, axis=0),
-        "einsum": lambda: dnp.einsum("ij,ij->i", x, y),
-        "polyfit (bounded fallback)": lambda: dnp.polyfit(dnp.arange(10.0), dnp.arange(10.0), 1),
-        "shifted views": lambda: x[1:] + x[:-1],
-        "mesh operands (funnel)": lambda: dnp.ones((4, 4), dist=mesh).sum(axis=1),
-        "random": lambda: dnp.random.default_rng(1).random(10),
-    }
+#: name -> the call, given d2o.numpy, two 6x4 arrays and a mesh layout.
+CYCLE_CASES = {
+    "add": lambda dnp, x, y, mesh: x + y,
+    "dot": lambda dnp, x, y, mesh: dnp.dot(x.ravel(), y.ravel()),  # find_arrays, dispatch
+    "sum": lambda dnp, x, y, mesh: dnp.sum(x, axis=0),
+    "sort axis 0": lambda dnp, x, y, mesh: dnp.sort(x, axis=0),
+    "concatenate": lambda dnp, x, y, mesh: dnp.concatenate([x, y]),
+    "median": lambda dnp, x, y, mesh: dnp.median(x),
+    "roll": lambda dnp, x, y, mesh: dnp.roll(x, 1, axis=0),
+    "einsum": lambda dnp, x, y, mesh: dnp.einsum("ij,ij->i", x, y),
+    "polyfit (bounded fallback)": lambda dnp, x, y, mesh: dnp.polyfit(
+        dnp.arange(10.0), dnp.arange(10.0), 1
+    ),
+    "shifted views": lambda dnp, x, y, mesh: x[1:] + x[:-1],
+    "mesh operands (funnel)": lambda dnp, x, y, mesh: dnp.ones((4, 4), dist=mesh).sum(axis=1),
+    "random": lambda dnp, x, y, mesh: dnp.random.default_rng(1).random(10),
+}
 
 
-@pytest.mark.parametrize("name", sorted(_cycle_cases()))
+@pytest.mark.parametrize("name", sorted(CYCLE_CASES))
 def test_operations_leave_no_reference_cycles(name):
     """An operation's temporaries (its operands' pieces, gathered or exchanged copies)
     are freed when it returns, as numpy's are: a reference cycle would keep them until
@@ -102,7 +98,16 @@ def test_operations_leave_no_reference_cycles(name):
     and kept every d2o.numpy call's arguments alive: 11 MB per Laplace sweep)."""
     import gc
 
-    case = _cycle_cases()[name]
+    import d2o
+    import d2o.numpy as dnp
+
+    x = dnp.arange(24.0).reshape(6, 4)
+    y = dnp.asarray(np.linspace(0, 1, 24).reshape(6, 4))
+    mesh = d2o.layout(mesh=(comm.size, 1))
+
+    def case():
+        return CYCLE_CASES[name](dnp, x, y, mesh)
+
     case()  # first calls may import lazily or fill caches (inspect's parsers make cycles)
     gc.collect()
     gc.disable()
