@@ -18,6 +18,9 @@ LINT_PATHS := d2o tests examples benchmarks tools docs/conf.py docs/_scripts
 
 # Where ranks > 0 write their output (read by tests/_mpi_runner.py).
 export D2O_MPI_LOGDIR ?= $(CURDIR)/.mpi-logs
+# A collective stalled this long (seconds) in a test under mpiexec prints where every rank is
+# and aborts the job (d2o's watchdog), before pytest-timeout's --timeout=150 would fire.
+export D2O_HANG_TIMEOUT ?= 100
 
 export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     _shape_ops,
     _special,
     _ufuncs,
+    _watchdog,
     fft,  # noqa: F401
 )
 from ._comm import default_comm
@@ -90,3 +91,5 @@ def _register_public() -> None:
 _register_public()
 if get_option("check_args"):
     _funnel.activate()
+_watchdog.install_excepthook()
+_watchdog.start()

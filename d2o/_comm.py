@@ -22,7 +22,16 @@ try:  # pragma: no cover - depends on the environment
 except ImportError:  # pragma: no cover
     MPI = None
 
-__all__ = ["Comm", "default_comm", "as_comm", "MPI", "have_mpi", "os_error"]
+__all__ = [
+    "Comm",
+    "default_comm",
+    "as_comm",
+    "MPI",
+    "have_mpi",
+    "os_error",
+    "wait_points",
+    "pending_check",
+]
 
 
 def have_mpi() -> bool:
@@ -47,10 +56,12 @@ class Comm:
     tells whether two arrays live on the same communicator.
     """
 
-    __slots__ = ("mpi", "rank", "size", "__weakref__")
+    __slots__ = ("mpi", "rank", "size", "calls", "__weakref__")
 
     def __init__(self, mpi_comm: Any = None) -> None:
         self.mpi = mpi_comm
+        #: MPI calls made on this communicator (the watchdog's sign of progress)
+        self.calls = 0
         if mpi_comm is None:
             self.rank, self.size = 0, 1
         else:
@@ -65,6 +76,9 @@ class Comm:
         """Reduce a small Python value over all ranks; every rank gets the result."""
         if self.size == 1:
             return value
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         out = self.mpi.allreduce(value, op=_MPI_OPS[op])
         if _tr.active:
             _tr.note("allreduce", _pickled(value), _pickled(out), self.size)
@@ -76,6 +90,9 @@ class Comm:
             return bool(flag)
         send = _FLAG_SEND
         send[0] = 1 if flag else 0
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.Allreduce(send, _FLAG_RECV, op=MPI.MAX)
         if _tr.active:
             _tr.note("Allreduce", 1, 1, self.size)
@@ -85,6 +102,9 @@ class Comm:
         """Gather one small picklable value from every rank, on every rank."""
         if self.size == 1:
             return [value]
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         out = self.mpi.allgather(value)
         if _tr.active:
             sizes = [_pickled(v) for v in out]
@@ -95,6 +115,9 @@ class Comm:
         """Broadcast a small picklable value from ``root``."""
         if self.size == 1:
             return value
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         out = self.mpi.bcast(value, root=root)
         if _tr.active:
             n = _pickled(out)
@@ -106,6 +129,9 @@ class Comm:
     def barrier(self) -> None:
         """Wait for every rank."""
         if self.size > 1:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
             self.mpi.Barrier()
             if _tr.active:
                 _tr.note("Barrier", 0, 0, self.size)
@@ -118,6 +144,9 @@ class Comm:
         if self.size == 1:
             out[0] = send
         elif send.nbytes:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
             self.mpi.Allgather([send, MPI.BYTE], [out, MPI.BYTE])
             if _tr.active:
                 _tr.note("Allgather", send.nbytes, send.nbytes * (self.size - 1), self.size)
@@ -133,6 +162,9 @@ class Comm:
         item = send.dtype.itemsize
         bcounts = [c * item for c in counts]
         displs = np.concatenate(([0], np.cumsum(bcounts)[:-1])).tolist()
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.Allgatherv([send, MPI.BYTE], [out, (bcounts, displs), MPI.BYTE])
         if _tr.active:
             mine = bcounts[self.rank]
@@ -146,6 +178,9 @@ class Comm:
             return send.copy()
         out = np.empty_like(send)
         mpi_op = _MPI_OPS[op] if isinstance(op, str) else op
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.Allreduce([send, _mpi_type(send.dtype)], [out, _mpi_type(send.dtype)], mpi_op)
         if _tr.active:
             _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
@@ -154,6 +189,9 @@ class Comm:
     def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
         """Broadcast a contiguous array in place from ``root``."""
         if self.size > 1 and buf.nbytes:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
             self.mpi.Bcast([buf, MPI.BYTE], root=root)
             if _tr.active:
                 mine = self.rank == root
@@ -172,6 +210,9 @@ class Comm:
         """All-to-all with one (count, datatype) pair per peer (see redistribution), at
         byte displacements ``sdispls``/``rdispls`` (default: all 0)."""
         zeros = [0] * self.size
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.Alltoallw(
             [send, ([c for c, _ in sendtypes], sdispls or zeros), [t for _, t in sendtypes]],
             [recv, ([c for c, _ in recvtypes], rdispls or zeros), [t for _, t in recvtypes]],
@@ -190,6 +231,9 @@ class Comm:
         for r in range(1, self.size):
             sd[r] = sd[r - 1] + sc[r - 1]
             rd[r] = rd[r - 1] + rc[r - 1]
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.Alltoallv([send, (sc, sd), datatype], [recv, (rc, rd), datatype])
         if _tr.active:
             me, item = self.rank, datatype.Get_size()
@@ -201,6 +245,9 @@ class Comm:
         into each ``(peer, contiguous array)`` of ``recvs`` (non-blocking, then wait for
         all).  Only the ranks named talk; every pair must name each other alike."""
         tag = _P2P_TAG
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         reqs = [self.mpi.Irecv([buf, MPI.BYTE], source=p, tag=tag) for p, buf in recvs]
         reqs += [self.mpi.Isend([buf, MPI.BYTE], dest=p, tag=tag) for p, buf in sends]
         MPI.Request.Waitall(reqs)
@@ -210,12 +257,18 @@ class Comm:
 
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         self.mpi.send(value, dest=dest, tag=tag)
         if _tr.active:
             _tr.note("send", _pickled(value), 0, 2)
 
     def recv(self, source: int, tag: int = 0) -> Any:
         """Point-to-point receive of a small picklable value."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         value = self.mpi.recv(source=source, tag=tag)
         if _tr.active:
             _tr.note("recv", 0, _pickled(value), 2)
@@ -224,6 +277,9 @@ class Comm:
     def Split(self, color: int, key: int) -> Comm:
         """Collective: the communicator of the ranks passing the same ``color``, ordered by
         ``key`` (MPI_Comm_split); not cached here."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
         sub = Comm(self.mpi.Split(color, key))
         if _tr.active:
             _tr.note("Comm_split", 0, 0, self.size)
@@ -247,6 +303,21 @@ if MPI is not None:
 else:  # pragma: no cover
     _MPI_OPS = {}
 
+
+#: Checked mode (`d2o._funnel`): the argument check of the running public operation while
+#: it waits to ride on the operation's first agreement (`d2o._errors`); any other MPI call
+#: on the way runs it on its own first (``flush()``).
+pending_check: list = [None]
+
+#: The code of every `Comm` method that waits in MPI: a thread whose innermost frame runs
+#: one of them is inside an MPI call (read by the watchdog, `d2o._watchdog`).
+wait_points = frozenset(
+    getattr(Comm, name).__code__
+    for name in (
+        "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
+        "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+    )
+)  # fmt: skip
 
 _TYPE_CACHE: dict = {}
 #: the tag of `Comm.Sendrecv_many` (apart from the pickled ``send``/``recv``'s default 0)

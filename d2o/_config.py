@@ -9,6 +9,8 @@ Environment (read at import):
                          gathered partials in rank order instead of an Allreduce.
 ``D2O_GATHER``           the initial value of the ``gather`` option (default 'allow').
 ``D2O_CHECK_ARGS=1``     start with the ``check_args`` option on.
+``D2O_HANG_TIMEOUT``     the initial ``hang_timeout`` in seconds (0 or ``off``: none).
+``D2O_ABORT_ON_ERROR=0`` start with the ``abort_on_error`` option off.
 
 Options (`set_options`, `options`) are settings of the calling process only:
 setting them communicates nothing.  ``gather`` may differ between ranks (where
@@ -49,12 +51,19 @@ _VALID: dict[str, tuple] = {
     "check_args": (True, False),
     "fallback_limit": (),
     "replicate_below": (),
+    "hang_timeout": (),
+    "abort_on_error": (True, False),
 }
+#: The default ``hang_timeout`` (seconds): generous, since a legitimate program may keep
+#: the other ranks waiting while one rank computes alone.
+HANG_TIMEOUT = 1800.0
 _OPTIONS: dict[str, Any] = {
     "gather": "allow",
     "check_args": False,
     "fallback_limit": 16 << 20,
     "replicate_below": 0,
+    "hang_timeout": HANG_TIMEOUT,
+    "abort_on_error": True,
 }
 _SIZES = ("fallback_limit", "replicate_below")
 
@@ -69,14 +78,41 @@ def _check(name: str, value: Any) -> None:
         if value < 0:
             raise ValueError(f"option {name!r} must be >= 0; got {value}")
         return
-    if name == "check_args":
+    if name in ("check_args", "abort_on_error"):
         if not isinstance(value, bool):
-            raise TypeError(f"option 'check_args' takes True or False; got {value!r}")
+            raise TypeError(f"option {name!r} takes True or False; got {value!r}")
+        return
+    if name == "hang_timeout":
+        _check_timeout(value)
         return
     if not isinstance(value, str):
         raise TypeError(f"option {name!r} takes a string, one of {allowed}; got {value!r}")
     if value not in allowed:
         raise ValueError(f"option {name!r} must be one of {allowed}; got {value!r}")
+
+
+def _check_timeout(value: Any) -> None:
+    """``hang_timeout``: a positive number of seconds, or None (no timeout)."""
+    if value is None:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not value > 0 or value != value or value == float("inf"):
+        raise ValueError(
+            f"option 'hang_timeout' takes a positive, finite number of seconds or None; "
+            f"got {value!r}"
+        )
+
+
+def _timeout_from_env(text: str) -> float | None:
+    """``D2O_HANG_TIMEOUT``: seconds, or 0/off/none for no timeout."""
+    if text.strip().lower() in ("0", "off", "none", "no", "false"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = text  # type: ignore[assignment]
+    _check_timeout(value)
+    return value
 
 
 def set_options(**kwargs: Any) -> None:
@@ -112,6 +148,16 @@ def set_options(**kwargs: Any) -> None:
     replicate_below : int
         Bytes (default 0): `d2o.numpy` creation functions called without ``dist=``
         replicate arrays smaller than this instead of distributing them.
+    hang_timeout : float or None
+        Seconds (default 1800; ``D2O_HANG_TIMEOUT``): when this rank has waited that
+        long in one MPI call of a d2o collective, it prints where it is (operation,
+        call site, MPI call), asks every other rank where it is (each prints its own
+        line), names the ranks that never arrived and aborts the job.  None turns
+        the timeout off.  A number <= 0 or not a number raises ValueError.
+    abort_on_error : bool
+        True (default; ``D2O_ABORT_ON_ERROR=0`` turns it off): under MPI with more
+        than one process, an exception that escapes the script on any rank prints
+        that rank's traceback and aborts the whole job (``MPI_Abort``).
 
     Notes
     -----
@@ -174,3 +220,12 @@ _OPTIONS["check_args"] = os.environ.get("D2O_CHECK_ARGS", "0").strip().lower() i
     "yes",
     "on",
 )
+_OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().lower() not in (
+    "0",
+    "false",
+    "no",
+    "off",
+)
+_env_timeout = os.environ.get("D2O_HANG_TIMEOUT")
+if _env_timeout:
+    _OPTIONS["hang_timeout"] = _timeout_from_env(_env_timeout)

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _funnel
+from . import _funnel, _watchdog
 from . import _trace as _tr
 from ._comm import MPI, Comm, default_comm
 
@@ -950,6 +950,8 @@ def _start(rank: int) -> None:
     if MPI is None:
         raise ControllerError("controller mode needs MPI (mpi4py); D2O_MPI=0 switches it off")
     world = default_comm()
+    _watchdog.stop()  # controller mode has its own handling of failures
+    _watchdog.uninstall_excepthook()
     _comm[0] = world.mpi.Dup()
     import d2o
     import d2o.numpy  # noqa: F401 - every rank knows every operation from the start

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _config, _trace
-from ._comm import Comm
+from ._comm import Comm, pending_check
 
 __all__ = [
     "agreed",
@@ -26,6 +26,7 @@ __all__ = [
     "new_record",
     "RECORD_HEADER",
     "RECORD_BYTES",
+    "DIGEST",
     "raise_agreed",
     "GatherError",
     "GatherWarning",
@@ -64,6 +65,9 @@ def agree(comm: Comm, error: BaseException | None) -> None:
         return
     if error is None:
         error = _PENDING[0]
+    if pending_check[0] is not None and pending_check[0].comm is comm:
+        allgather_agreed(comm, error, new_record())  # checked mode: the check rides along
+        return
     if comm.any_flag(error is not None):
         _PENDING[0] = None
         raise_agreed(comm, error)
@@ -98,6 +102,8 @@ def defer(comm: Comm, error: BaseException) -> None:
 def raise_agreed(comm: Comm, error: BaseException | None) -> None:
     """Collective, once the ranks know that some rank failed: raise its exception everywhere."""
     info = None if error is None else (type(error), str(error))
+    if pending_check[0] is not None:  # checked mode: the arguments first (not caught below)
+        pending_check[0].flush()
     try:
         gathered = comm.allgather(info)
     except Exception:  # unpicklable exception type: fall back to its name
@@ -110,9 +116,11 @@ def raise_agreed(comm: Comm, error: BaseException | None) -> None:
     raise _rebuild(exc_type, message, rank)
 
 
-#: A record of `allgather_agreed`: a header whose byte 0 is the error flag, then the payload.
+#: A record of `allgather_agreed`: a header whose byte 0 is the error flag and whose bytes
+#: 8-15 carry checked mode's digest of the arguments (`DIGEST`), then the payload.
 RECORD_HEADER = 32
 RECORD_BYTES = 96
+DIGEST = slice(8, 16)
 
 
 def new_record() -> np.ndarray:
@@ -137,7 +145,14 @@ def allgather_agreed(comm: Comm, error: BaseException | None, record: np.ndarray
             raise error
     if comm.size == 1:
         return record[None]
-    rows = comm.Allgather(record)
+    check = pending_check[0]
+    if check is not None and check.comm is comm:  # checked mode: the digest rides along
+        pending_check[0] = None
+        record.data[DIGEST] = check.digest
+        rows = comm.Allgather(record)
+        check.verdict(rows)  # a mismatch is reported first: it is the cause
+    else:
+        rows = comm.Allgather(record)
     if np.count_nonzero(rows[:, 0]):
         _PENDING[0] = None
         raise_agreed(comm, error)
@@ -176,6 +191,8 @@ def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:
     if error is None and comm.size > 1:
         error = _PENDING[0]
     info = None if error is None else (type(error), str(error))
+    if pending_check[0] is not None:  # checked mode: the arguments first (not caught below)
+        pending_check[0].flush()
     try:
         gathered = comm.allgather((info, value))
     except Exception:  # unpicklable exception type or value

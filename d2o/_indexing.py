@@ -248,6 +248,10 @@ def _key_class(key: Any, d: Distributor, copy: bool = True) -> str:
             kinds.append(("i", 1, it))
         elif isinstance(it, D2O):
             return "moves"
+        elif not isinstance(it, (list, tuple, np.ndarray)) and np.ndim(it) == 0:
+            # a float, a string, any other scalar: invalid, classed as the integer it
+            # stands for, so that the rank meets the others in the agreement
+            kinds.append(("i", 1, it))
         else:
             kinds.append(("a", _mask_ndim(it), it))
     total = sum(n for _, n, _ in kinds)
@@ -262,7 +266,9 @@ def _key_class(key: Any, d: Distributor, copy: bool = True) -> str:
     if at is None or at[0] == "e":
         return "local"
     if at[0] == "i":
-        plain = all(k in ("i",) for k, _, _ in kinds) and total == d.ndim
+        # (more integers than dimensions: classed as the full integer key, so that a rank
+        # with one index too many meets the others in the agreement that reports it)
+        plain = all(k in ("i",) for k, _, _ in kinds) and total >= d.ndim
         if plain:
             return "scalar"
         basic = all(k in "isne" for k, _, _ in kinds)
@@ -606,6 +612,19 @@ def _as_value(obj: D2O, value: Any):
     return np.asarray(value, dtype=obj.dtype), None
 
 
+def _check_mask_value(key: Any, value: Any) -> None:
+    """numpy's rule for a key that is one boolean array: the value is 0-d or 1-d."""
+    if type(key) is tuple:
+        if len(key) != 1:
+            return
+        key = key[0]
+    if isinstance(key, (np.ndarray, D2O)) and key.dtype == bool and np.ndim(value) > 1:
+        raise TypeError(
+            "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
+            f"input has {np.ndim(value)} dimensions"
+        )
+
+
 def _check_value(vshape: tuple, R: tuple) -> tuple:
     """numpy's broadcasting check of a value against the selection; the value's
     shape with surplus leading ones dropped."""
@@ -685,6 +704,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         try:
             k = _canonical(obj, key)
             val, dval = _as_value(obj, value)
+            _check_mask_value(key, val if dval is None else dval)
             if not k.distributed:
                 _check_value(val.shape if dval is None else dval.shape, k.out_shape)
         except Exception as exc:
@@ -693,6 +713,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
     else:
         k = _canonical(obj, key)
         val, dval = _as_value(obj, value)
+        _check_mask_value(key, val)
     if k.distributed:
         return _set_distributed(obj, k, val, dval)
     R = k.out_shape
@@ -963,8 +984,10 @@ def _basic_structure(key: Any, ndim: int) -> bool:
             ints += 1
         elif it is None or it is Ellipsis:
             more = True
-        elif not isinstance(it, slice):
+        elif isinstance(it, (list, tuple, np.ndarray)) or np.ndim(it) != 0:
             return False
+        elif not isinstance(it, slice):
+            ints += 1  # a float, a string: invalid, classed as the integer it stands for
     return more or ints < ndim
 
 

@@ -83,6 +83,8 @@ def main(argv: list[str]) -> int:
     else:
         print(f"[mpi runner] {size} rank(s); logs of ranks > 0 in {LOG_DIR}", flush=True)
 
+    # d2o's watchdog and abort reports bypass pytest's capture of fd 2 (per test)
+    os.environ["D2O_STDERR_FD"] = str(os.dup(2))
     recorder = _FailureRecorder()
     code = int(pytest.main(argv, plugins=[recorder]))
     sys.stdout.flush()
