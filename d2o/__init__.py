@@ -75,9 +75,15 @@ def _register_public() -> None:
     }
     local = {"__reduce__", "__len__", "__repr__", "__str__", "get_local_data", "set_local_data",
              "__array_namespace__", "to_device", "__dlpack__", "__dlpack_device__"}  # fmt: skip
+    # Methods that work on the array itself (views of its pieces, writes into it, its shape
+    # changed in place): the mesh fallback must not run them on a slab copy; the public
+    # operations they call are recorded and checked.
+    in_place = {"view", "getfield", "setfield", "setflags", "byteswap", "resize", "put",
+                "partition"}  # fmt: skip
     for attr, val in list(D.__dict__.items()):
         private = attr.startswith("_") and not attr.endswith("__")
-        if inspect.isfunction(val) and not private and attr not in local - {"__repr__", "__str__"}:
+        skip = (local | in_place) - {"__repr__", "__str__"}
+        if inspect.isfunction(val) and not private and attr not in skip:
             name = "distributed_data_object" if attr == "__init__" else attr
             _funnel.register(D, attr, name, namers.get(attr))
     quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm", "layout"}

@@ -1018,6 +1018,96 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
         """Collective: ``sum(conj(self.ravel()) * b.ravel())``."""
         return _special.vdot(self, b)
 
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        """numpy's ``put``: ``self.flat[indices] = values`` (see d2o.numpy.put; numpy
+        indices write without moving anything)."""
+        _table("put")(self, indices, values, mode=mode)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        """numpy's ``searchsorted`` into this sorted 1-d array (see d2o.numpy.searchsorted)."""
+        return _table("searchsorted")(self, v, side=side, sorter=sorter)
+
+    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
+                  order: Any = None) -> None:  # fmt: skip
+        """numpy's in-place ``partition`` (see d2o.numpy.partition; the result written back)."""
+        _ndarray.partition(self, kth, axis, kind, order)
+
+    def argpartition(self, kth: Any, axis: Any = -1, kind: str = "introselect",
+                     order: Any = None) -> Any:  # fmt: skip
+        """numpy's ``argpartition`` (see d2o.numpy.argpartition)."""
+        return _table("argpartition")(self, kth, axis=axis, kind=kind, order=order)
+
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
+        """numpy's ``compress``: a boolean index (see d2o.numpy.compress)."""
+        return _table("compress")(condition, self, axis=axis, out=out)
+
+    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        """numpy's ``choose`` with this array as the index (element-wise, operands aligned)."""
+        return _table("choose")(self, choices, out=out, mode=mode)
+
+    # -- numpy's ndarray methods of d2o._ndarray: flat, views, resize, exports, the piece's
+    @property
+    def flat(self) -> Any:
+        """numpy's flat iterator over the global array in C order (``x.flat[key]``,
+        ``x.flat[key] = v``; collective, see d2o._ndarray.flatiter)."""
+        return _ndarray.flatiter(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        _ndarray.set_flat(self, value)
+
+    def view(self, dtype: Any = None, type: Any = None) -> distributed_data_object:  # noqa: A002
+        """numpy's ``view``: local, every piece reinterpreted; another item size needs the
+        last axis whole on every rank (else ValueError on every rank)."""
+        return _ndarray.view(self, dtype, type)
+
+    def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        """numpy's in-place ``resize`` (collective; see d2o._ndarray.resize for refcheck)."""
+        _ndarray.resize(self, new_shape, refcheck)
+
+    def tobytes(self, order: str = "C") -> bytes:
+        """numpy's ``tobytes`` of the whole array on every rank: an explicit gather."""
+        return _ndarray.tobytes(self, order)
+
+    def dumps(self) -> bytes:
+        """numpy's ``dumps`` (a pickled numpy array) on every rank: an explicit gather."""
+        return _ndarray.dumps(self)
+
+    def dump(self, file: Any) -> None:
+        """numpy's ``dump``: rank 0 pickles the whole array (a gather to rank 0)."""
+        _ndarray.dump(self, file)
+
+    def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:  # noqa: A002
+        """numpy's ``tofile``: binary to a file name is a parallel write, else a gather to
+        rank 0 (collective)."""
+        _ndarray.tofile(self, fid, sep, format)
+
+    def byteswap(self, inplace: bool = False) -> distributed_data_object:
+        """numpy's ``byteswap`` of every piece; local."""
+        return _ndarray.byteswap(self, inplace)
+
+    def getfield(self, dtype: Any, offset: int = 0) -> distributed_data_object:
+        """numpy's ``getfield``: a view of every piece; local."""
+        return _ndarray.getfield(self, dtype, offset)
+
+    def setfield(self, val: Any, dtype: Any, offset: int = 0) -> None:
+        """numpy's ``setfield`` on every piece (a distributed ``val`` is aligned first)."""
+        _ndarray.setfield(self, val, dtype, offset)
+
+    def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
+        """numpy's ``setflags`` on this rank's piece, refusals agreed (one allreduce)."""
+        _ndarray.setflags(self, write, align, uic)
+
+    @property
+    def strides(self) -> tuple:
+        """The strides of this rank's piece (local; the global array has none)."""
+        return self.data.strides
+
+    @property
+    def ctypes(self) -> Any:
+        """numpy's ``ctypes`` interface of this rank's piece (local)."""
+        return self.data.ctypes
+
     # -- matrix products (d2o._linalg) ----------------------------------------------------
     def __matmul__(self, other: Any) -> Any:
         return _linalg.matmul(self, other)
@@ -1180,6 +1270,7 @@ from . import (  # noqa: E402
     _ghost,
     _indexing,
     _linalg,
+    _ndarray,
     _original,
     _reductions,
     _shape_ops,

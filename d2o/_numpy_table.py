@@ -24,7 +24,7 @@ except ImportError:  # numpy < 2
     from numpy.core.multiarray import normalize_axis_index
     from numpy.core.numeric import normalize_axis_tuple
 
-from . import _creation, _joining
+from . import _creation, _joining, _ndarray
 from ._axislocal import axis_local, elementwise, fallback
 from ._d2o import distributed_data_object as D2O
 from ._errors import agreed
@@ -726,10 +726,19 @@ def _more() -> None:
         ),
         "1-d input (building a matrix) takes the fallback",
     )
-    for n in ("fill_diagonal place put put_along_axis").split():
+    for n in ("fill_diagonal place put_along_axis").split():
         TABLE[n] = ("fallback", _inplace_fallback(n), "writes into its first argument")
+    TABLE["put"] = ("index", put, "numpy indices: every rank writes its own elements")
     for n in ("diag_indices_from tril_indices_from triu_indices_from").split():
         TABLE[n] = ("meta", _meta(getattr(np, n)), "")
+
+
+def put(a, ind, v, mode="raise"):
+    """numpy's ``put`` into a distributed ``a``: ``a.flat[ind] = v`` (`d2o._ndarray.put`);
+    a numpy ``a`` takes the fallback."""
+    if not isinstance(a, D2O):
+        return fallback("put", np.put, (a, ind, v), {"mode": mode}, inplace=True)
+    return _ndarray.put(a, ind, v, mode)
 
 
 def _inplace_fallback(name: str) -> Callable:

@@ -535,7 +535,101 @@ def _file_cases():
 
 _file_cases()
 
-FILE_OPS = {"save", "load", "to_hdf5", "from_hdf5", "to_zarr", "from_zarr"}
+
+# -- numpy's ndarray methods (issue 31, item 1) ------------------------------------------------
+
+
+@case("put", indices=None, values=None, mode="wrap")
+def _(kw):
+    for x in each_layout(A):
+        b = A.copy()
+        b.put(indices=[0, 23, -3], values=[1.0, 2.0], mode="wrap")
+        x.put(**{**kw, "indices": [0, 23, -3], "values": [1.0, 2.0]})
+        assert_equal_to_numpy(x, b)
+
+
+@case("searchsorted", v=None, side="right", sorter=None)
+def _(kw):
+    s = np.sort(A.reshape(-1))
+    for x in each_layout(s):
+        same(lambda: x.searchsorted(**{**kw, "v": s[3]}), lambda: s.searchsorted(s[3], "right"))
+
+
+@case("partition", kth=2, axis=0, kind="introselect", order=None)
+@case("argpartition", kth=2, axis=0, kind="introselect", order=None)
+def _(kw):
+    want = np.sort(A, axis=0)[2]
+    for x in each_layout(A):
+        idx = x.argpartition(**kw).get_full_data()
+        assert_equal_to_numpy(x.copy()[0], A[0])  # argpartition leaves x
+        x.partition(**kw)
+        assert_equal_to_numpy(x[2], want)
+        assert_equal_to_numpy(np.take_along_axis(A, idx, axis=0)[2], want)
+
+
+@case("compress", condition=None, axis=1, out=None)
+def _(kw):
+    cond = [True, False, True]
+    for x in each_layout(A):
+        same(lambda: x.compress(**{**kw, "condition": cond}), lambda: A.compress(cond, axis=1))
+
+
+@case("choose", choices=None, out=None, mode="clip")
+def _(kw):
+    for y in each_layout(I):
+        same(lambda: y.choose(**{**kw, "choices": [A, -A]}), lambda: I.choose([A, -A], mode="clip"))
+
+
+@case("byteswap", inplace=True)
+@case("tobytes", order="F")
+def _(kw):
+    for x in each_layout(A):
+        assert x.tobytes(order="F") == A.tobytes(order="F")
+        assert x.byteswap(inplace=True) is x
+        assert_equal_to_numpy(x, A.byteswap())
+
+
+@case("getfield", dtype=np.float64, offset=8)
+@case("setfield", val=None, dtype=np.float64, offset=8)
+def _(kw):
+    for x in each_layout(C):
+        assert_equal_to_numpy(x.getfield(dtype=np.float64, offset=8), C.imag)
+        x.setfield(val=1.5, dtype=np.float64, offset=8)
+        assert_equal_to_numpy(x, C.real + 1.5j)
+
+
+@case("setflags", write=False, align=None, uic=None)
+@case("view", dtype=np.int64, type=None)
+@case("resize", refcheck=False)
+def _(kw):
+    for x in each_layout(A):
+        assert_equal_to_numpy(x.view(dtype=np.int64, type=None), A.view(np.int64))
+        x.setflags(write=False, align=None, uic=None)
+        assert_raises_everywhere(ValueError, x.fill, 0.0)
+        x.setflags(write=True)
+        b = A.copy()
+        b.resize((3, 3), refcheck=False)
+        x.resize((3, 3), refcheck=False)
+        assert_equal_to_numpy(x, b)
+
+
+@case("tofile", fid=None, sep=" ", format="%.3f")
+@case("dump", file=None)
+def _(kw, tmp):
+    comm = default_comm()
+    for i, x in enumerate(each_layout(A)):
+        t, p, r = (os.path.join(tmp, f"m{i}.{e}") for e in ("txt", "pkl", f"{comm.rank}"))
+        x.tofile(fid=t, sep=" ", format="%.3f")
+        x.dump(file=p)
+        comm.barrier()
+        A.tofile(r, sep=" ", format="%.3f")
+        with open(t) as f, open(r) as g:
+            assert f.read() == g.read()
+        np.testing.assert_array_equal(np.load(p, allow_pickle=True), A)
+        comm.barrier()
+
+
+FILE_OPS = {"save", "load", "to_hdf5", "from_hdf5", "to_zarr", "from_zarr", "tofile", "dump"}
 
 
 @pytest.mark.parametrize(

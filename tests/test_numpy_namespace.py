@@ -270,6 +270,7 @@ CASES: dict[str, list] = {
     "flatnonzero": [((A(MI),), {})],
     "argwhere": [((A(MI),), {})],
     "putmask": "special",
+    "put": "special",
     # linear algebra
     "dot": [((A(M), A(M.T)), {}), ((A(V), A(V)), {})],
     "vdot": [((A(C), A(C)), {})],
@@ -467,6 +468,9 @@ def test_in_place_and_special_cases():
         dnp.putmask(x, _dist(a < -2, strategy), 100.0)
         np.putmask(a, a < -2, 100.0)
         collective_assert(_same(x, a) is None, f"putmask on {strategy}")
+        dnp.put(x, [0, -1, 3, 0], _dist(np.array([7.0, 8.0, 9.0]), "equal"), mode="raise")
+        np.put(a, [0, -1, 3, 0], [7.0, 8.0, 9.0])
+        collective_assert(_same(x, a) is None, f"put on {strategy}")
         e = dnp.empty_like(x)
         collective_assert(e.shape == a.shape and e.dtype == a.dtype)
         r, t = dnp.array_repr(x), dnp.array_str(x)  # a mesh prints as its slab copy

@@ -116,12 +116,23 @@ def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
     """
     if not isinstance(obj, D2O):
         raise TypeError(f"save expects a distributed_data_object, got {type(obj).__name__}")
+    _write(path, obj, overwrite, _npy_path, ".npy", True)
+
+
+def write_raw(path: Any, obj: D2O) -> None:
+    """Collective: write the elements of ``obj`` (a slab or replicated layout) to the file
+    ``path`` as raw bytes in C order, replacing it (numpy's ``tofile`` with ``sep=''``);
+    every rank writes its own part, as `save` does, without a header."""
+    _write(path, obj, True, check_path, "a raw file", False)
+
+
+def _write(path: Any, obj: D2O, overwrite: bool, name: Any, fmt: str, with_header: bool) -> None:
     dist = obj.distributor
     c = dist.comm
     tmp, error = None, None
     try:
-        path = _npy_path(path)
-        check_storable(obj.dtype, ".npy")
+        path = name(path)
+        check_storable(obj.dtype, fmt)
         check_writable(path)  # on every rank: each writes its own part
         if c.rank == 0:
             if os.path.lexists(path) and not overwrite:
@@ -131,7 +142,7 @@ def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
         error = exc
     same_path(c, error, None if error else path)
     tmp = c.bcast(tmp, 0)
-    header = _header_bytes(dist.global_shape, obj.dtype)
+    header = _header_bytes(dist.global_shape, obj.dtype) if with_header else b""
     error = None
     try:
         if c.mpi is None:
