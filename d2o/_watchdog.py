@@ -226,11 +226,11 @@ def _stalled(info: dict, seconds: float, timeout: float) -> None:
     comm = info["comm"]
     group = _world_ranks(comm) if comm is not None else ()
     absent: dict[int, str] = {}
+    answers: dict[int, tuple] = {}
     if MPI.Query_thread() >= MPI.THREAD_MULTIPLE:
         for r in range(size):
             if r != rank:
                 world.send((group, info["calls"]), dest=r, tag=_ASK_TAG)
-        answers: dict[int, tuple] = {}
         deadline = time.monotonic() + _ANSWER_WAIT
         status = MPI.Status()
         while len(answers) < size - 1 and time.monotonic() < deadline:
@@ -251,7 +251,8 @@ def _stalled(info: dict, seconds: float, timeout: float) -> None:
         why = "; ".join(f"rank {r} {text}" for r, text in absent.items())
         verdict = f"rank{'s' if len(absent) > 1 else ''} {names} never arrived ({why})"
     elif group:
-        verdict = "every rank of the group arrived (mismatched calls?)"
+        others = "; ".join(f"rank {r} {answers[r][2]}" for r in group if r in answers)
+        verdict = f"every rank of the group arrived, in different calls? ({others})"
     else:
         verdict = "the other ranks could not be asked"
     _say(

@@ -103,3 +103,27 @@ def test_inverse_fft_of_a_prime_length_along_the_split_axis(n):
     b = a.reshape(n, 1) * np.ones((1, 3))
     y = distributed_data_object(b)
     assert_equal_to_numpy(d2o.fft.ifft(y, axis=0), np.fft.ifft(b, axis=0), rtol=1e-9)
+
+
+def test_freeform_arrays_of_one_shape_keep_their_own_pieces():
+    # two 'freeform' arrays of the same global shape, cut differently: layouts are cached
+    # by their parameters, the offsets table included
+    first = [r + 1 for r in range(P)]
+    second = first[::-1]
+    n = sum(first)
+    a = distributed_data_object(
+        local_data=np.full(first[default_comm().rank], 1.0), distribution_strategy="freeform"
+    )
+    b = distributed_data_object(
+        local_data=np.full(second[default_comm().rank], 2.0), distribution_strategy="freeform"
+    )
+    collective_assert(a.shape == b.shape == (n,))
+    for x, lengths in ((a, first), (b, second)):  # the layout's own account of the pieces
+        d = x.distributor
+        r = d.comm.rank
+        box = ((sum(lengths[:r]), sum(lengths[: r + 1])),)
+        own = d.local_shape == x.data.shape and tuple(d.region(r)) == box
+        collective_assert(own, f"layout {d.local_shape} {d.region(r)}, expected {box}")
+    assert_layout(a, lengths=first, strategy="freeform")
+    assert_layout(b, lengths=second, strategy="freeform")
+    assert_equal_to_numpy(a + b.copy(distribution_strategy="equal"), np.full(n, 3.0))
