@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import make, sample, spy_sends
+from _helpers import Checks, freeform_lengths, layouts, make, sample, spy_sends
 
 import d2o
 from d2o import default_comm
@@ -216,6 +216,65 @@ def test_roll_moves_the_crossing_rows_only(monkeypatch):
     collective_assert(all(k == "Sendrecv" and p <= ring for k, p in seen), f"{seen}")
     sent = sum(c[2] for c in t.calls if c[1] == "Sendrecv")  # besides 1-byte agreements
     collective_assert(sent == (2 * m * 8 if P_ > 1 else 0), f"{sent} bytes")
+
+
+@pytest.mark.parametrize("shift", [0, 1, -2, 5, 13, (1, 2)])
+def test_roll_without_axis_against_numpy(shift):
+    """``axis=None`` rolls the flattened array, on every layout (issue 28)."""
+    import d2o.numpy as dnp
+
+    check = Checks()
+    for shape in [(7,), (0,), (1,), (5, 3), (0, 2), (3, 2, 2)]:
+        A = sample(shape, "int64", seed=len(shape))
+        for strategy, axis in layouts(len(shape)):
+            r = dnp.roll(make(A, strategy, axis), shift)
+            check.equal(r, np.roll(A, shift), what=f"{shape} {strategy} axis {axis}")
+    check.done()
+
+
+def _piece_lengths(strategy: str, n: int, p: int) -> list[int]:
+    """The slab rules, written out independently of d2o."""
+    if strategy == "freeform":
+        return freeform_lengths(n, p)
+    if strategy == "fftw":
+        block = -(-n // p)
+        return [max(0, min(block, n - r * block)) for r in range(p)]
+    return [n // p + (1 if r < n % p else 0) for r in range(p)]
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+@pytest.mark.parametrize("shift", [1, -3, 11])
+def test_roll_without_axis_moves_boundary_elements_only(strategy, shift):
+    """A 1-d roll with ``axis=None`` is ``axis=0``: no fallback, and each rank sends (and
+    receives) exactly the elements whose owner changes, point to point; N-d slabs split
+    along axis 0 roll their flattened pieces the same way."""
+    import d2o.numpy as dnp
+
+    comm = default_comm()
+    me, p = comm.rank, comm.size
+    for shape in [(23,), (9, 2)]:
+        A = sample(shape, "float64", seed=shift % 5)
+        a = make(A, strategy)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            r = dnp.roll(a, shift)
+        assert_equal_to_numpy(r, np.roll(A, shift))
+        row = int(np.prod(shape[1:]))
+        bounds = np.cumsum([0] + _piece_lengths(strategy, shape[0], p)) * row
+        n = A.size
+        new = np.arange(n)
+        new_owner = np.searchsorted(bounds, new, side="right") - 1
+        old_owner = np.searchsorted(bounds, (new - shift) % n, side="right") - 1
+        sent = int(np.sum((old_owner == me) & (new_owner != me))) * 8
+        got = int(np.sum((new_owner == me) & (old_owner != me))) * 8
+        (rec,) = t.records
+        moved = [c for c in t.calls if c[1] == "Sendrecv"]
+        other = [c for c in t.calls if c[1] != "Sendrecv"]
+        collective_assert(
+            rec.fallback is None and rec.gathers == 0
+            and sum(c[2] for c in moved) == sent and sum(c[3] for c in moved) == got
+            and all(c[2] <= 1 for c in other),  # besides the data: one-byte agreements
+            f"{shape}: {rec}, {t.calls}; expected {sent} bytes sent, {got} received",
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize("mesh", [None, "square"])
