@@ -107,6 +107,35 @@ RANK = default_comm().rank
 
 
 @need_table
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+def test_axis_local_results_follow_the_rule(strategy):
+    """d2o/_axislocal.py: a result of the input's shape comes back in the input's layout;
+    another result keeps the slabs it was computed on: the input's pieces where the core
+    axes are whole, else the 'equal' slabs of the longest other axis.  The label must
+    name the pieces' own rule (a follow-up reduction rebuilds the layout from it)."""
+    import d2o.numpy as dnp
+
+    a = (np.arange(24.0).reshape(4, 6) * 7) % 11
+    x = _slabs(a, strategy)
+    mine = TABLES_4[strategy][P]
+    cases = [  # (name, d2o result, numpy result, expected lengths along axis 0)
+        ("sort axis 0", dnp.sort(x, axis=0), np.sort(a, axis=0), mine),
+        ("sort axis 1", dnp.sort(x, axis=1), np.sort(a, axis=1), mine),
+        ("partition axis 0", dnp.partition(x, 1, axis=0), np.partition(a, 1, axis=0), mine),
+        ("diff axis 1", dnp.diff(x, axis=1), np.diff(a, axis=1), mine),
+        ("quantile axis 1", dnp.quantile(x, 0.3, axis=1), np.quantile(a, 0.3, axis=1), mine),
+        ("apply_along_axis 1", dnp.apply_along_axis(lambda v: v[:2], 1, x),
+         np.apply_along_axis(lambda v: v[:2], 1, a), mine),
+        ("quantile axis 0", dnp.quantile(x, 0.3, axis=0), np.quantile(a, 0.3, axis=0),
+         EQUAL_6[P]),  # computed on the 'equal' slabs of axis 1
+    ]  # fmt: skip
+    for name, got, want, lengths in cases:
+        assert_layout(got, want, axis=0, lengths=lengths, rtol=1e-12, msg=f"{strategy} {name}")
+        if want.ndim == 2:
+            assert_equal_to_numpy(got.sum(axis=1), want.sum(axis=1), rtol=1e-12)
+
+
+@need_table
 def test_block_cyclic_pieces_and_their_transpose():
     """layout(block=2) on 7 rows: blocks of 2 dealt round-robin, stored in global order;
     the transpose keeps each rank's runs, now along axis 1."""
