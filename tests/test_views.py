@@ -453,7 +453,15 @@ def _transposes(ndim: int) -> list:
         ("d2o.numpy.matrix_transpose", lambda m: _np_or_d2o("matrix_transpose")(m)),
         ("d2o.numpy.rot90", lambda m: _np_or_d2o("rot90")(m, 1, (2, 0))),
         ("d2o.numpy.flip", lambda m: _np_or_d2o("flip")(m, (0, 2))),
-    ]  # fmt: skip
+        # numpy's own functions (``__array_function__``)
+        ("np.rollaxis(2, 0)", lambda m: np.rollaxis(m, 2, 0)),
+        ("np.rot90", lambda m: np.rot90(m, 1, (2, 0))),
+        ("np.flip", lambda m: np.flip(m, (0, 2))),
+        ("np.flipud", lambda m: np.flipud(m)),
+        ("np.fliplr", lambda m: np.fliplr(m)),
+        ("np.swapaxes(-1, 0)", lambda m: np.swapaxes(m, -1, 0)),
+    ] + ([("np.matrix_transpose", lambda m: np.matrix_transpose(m))]
+         if hasattr(np, "matrix_transpose") else [])  # fmt: skip
     return ops
 
 
