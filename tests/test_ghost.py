@@ -60,10 +60,11 @@ def test_update_halos_fills_the_neighbours_cells(name, w, dtype):
         pytest.skip("2 x 2 meshes need 4 ranks")
     U = sample((4 * max(P, 2) + 1, 3 * max(P, 2)), dtype, seed=w)
     x = distributed_data_object(U, distribution_strategy=lays[name])
-    assert x.halo == w
+    collective_assert(x.halo == w, x.halo)
     x.update_halos()
     buf = x.get_local_data(copy=False, halos=True)
-    np.testing.assert_array_equal(buf, _expected(U, x, w))
+    want = _expected(U, x, w)
+    collective_assert(buf.shape == want.shape and np.array_equal(buf, want), f"{buf}\n{want}")
     assert_equal_to_numpy(x, U)  # d2o still sees the piece alone
 
 
@@ -96,15 +97,16 @@ def test_results_keep_the_width_and_pieces_stay_in_the_buffer():
     U = sample((5 * max(P, 2), 4), "float64", seed=5)
     x = distributed_data_object(U, distribution_strategy=d2o.layout(halo=1))
     y = 2 * x + 1  # the layout (and its width) carries over; the buffer comes on demand
-    assert y.halo == 1
+    collective_assert(y.halo == 1, y.halo)
     y.update_halos()
-    np.testing.assert_array_equal(y.get_local_data(halos=True), _expected(2 * U + 1, y, 1))
+    got, want = y.get_local_data(halos=True), _expected(2 * U + 1, y, 1)
+    collective_assert(got.shape == want.shape and np.array_equal(got, want), f"{got}\n{want}")
     buf = x.get_local_data(copy=False, halos=True)
     x.set_local_data(x.get_local_data() * 0 + 7)  # written into the buffer's interior
-    assert np.shares_memory(x.get_local_data(copy=False), buf)
+    collective_assert(np.shares_memory(x.get_local_data(copy=False), buf))
     x[...] = x + 1
     assert_equal_to_numpy(x, np.full(U.shape, 8.0))
-    assert not np.shares_memory(x.get_local_data(halos=True), buf)  # copy=True copies
+    collective_assert(not np.shares_memory(x.get_local_data(halos=True), buf))  # copies
 
 
 def _replacements(U: np.ndarray, lay) -> list:
@@ -184,7 +186,7 @@ def test_update_halos_moves_boundary_layers_to_neighbours_only():
 
 def test_serial_and_no_halo():
     x = distributed_data_object(np.arange(12.0).reshape(4, 3), distribution_strategy=d2o.layout())
-    assert x.halo == 0
+    collective_assert(x.halo == 0, x.halo)
     assert_raises_everywhere(ValueError, x.update_halos)
     assert_raises_everywhere(ValueError, lambda: x.get_local_data(halos=True))
 

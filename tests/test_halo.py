@@ -39,7 +39,7 @@ def test_shifted_operands_keep_numpy_dtypes(dtype, strategy):
     a = make(A, strategy)
     for r, R in [(a[:-3] * a[3:], A[:-3] * A[3:]), (a[1:] == a[:-1], A[1:] == A[:-1])]:
         assert_equal_to_numpy(r, R)
-        assert r.dtype == R.dtype
+        collective_assert(r.dtype == R.dtype, (r.dtype, R.dtype))
     if dtype not in ("bool", "complex128"):
         q, m = np.divmod(a[2:], a[:-2] + 1)  # two outputs, segment by segment
         Q, M = np.divmod(A[2:], A[:-2] + 1)
@@ -60,7 +60,7 @@ def test_shifted_operand_broadcast_and_out(strategy):
     w = a[:-1]
     res = np.multiply(w, v, out=v)  # the output is the shifted input's own memory
     A[1:] = A[:-1] * A[1:]
-    assert res is v
+    collective_assert(res is v, "out= must return the output array")
     assert_equal_to_numpy(a, A)
 
 
@@ -152,12 +152,12 @@ def test_diff_and_gradient_along_the_split_axis(dtype, strategy):
     for n in (1, 2, 3):
         r = dnp.diff(a, n=n, axis=0)
         assert_equal_to_numpy(r, np.diff(A, n=n, axis=0))
-        assert r.dtype == np.diff(A, n=n, axis=0).dtype
+        collective_assert(r.dtype == np.diff(A, n=n, axis=0).dtype, r.dtype)
     for edge in (1, 2):
         for h in (1.0, 0.5):
             g = dnp.gradient(a, h, axis=0, edge_order=edge)
             G = np.gradient(A, h, axis=0, edge_order=edge)
-            assert g.dtype == G.dtype
+            collective_assert(g.dtype == G.dtype, (g.dtype, G.dtype))
             assert_equal_to_numpy(g, G, rtol=1e-6 if dtype == "float32" else 1e-13)
     gs = dnp.gradient(a)  # both axes: the split one by halos, the other locally
     for g, G in zip(gs, np.gradient(A)):

@@ -243,14 +243,16 @@ def test_gather_records_in_trace(comm):
     collective_assert(t.records[0].gathers == (1 if comm.size > 1 else 0), t.records)
 
 
+def _enter_options(kw: dict) -> None:
+    with d2o.options(**kw):
+        pass
+
+
 def test_option_validation():
     for bad, exc in (({"bogus": "allow"}, ValueError), ({"gather": "nope"}, ValueError),
                      ({"gather": 1}, TypeError)):  # fmt: skip
-        with pytest.raises(exc):
-            d2o.set_options(**bad)
-        with pytest.raises(exc):
-            with d2o.options(**bad):
-                pass
+        assert_raises_everywhere(exc, d2o.set_options, **bad)
+        assert_raises_everywhere(exc, _enter_options, bad)
     collective_assert(d2o.get_option("gather") == "allow")
     with d2o.options(gather="warn"):
         collective_assert(d2o.get_option("gather") == "warn")
@@ -260,8 +262,7 @@ def test_option_validation():
         collective_assert(d2o.get_option("gather") == "raise")
     finally:
         d2o.set_options(gather="allow")
-    with pytest.raises(ValueError):
-        d2o.get_option("bogus")
+    assert_raises_everywhere(ValueError, d2o.get_option, "bogus")
 
 
 # -- show -----------------------------------------------------------------------------

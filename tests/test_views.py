@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import d2o
 from d2o import distributed_data_object
-from d2o.testing import assert_equal_to_numpy, collective_assert
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 STRATEGIES = ["equal", "fftw", "freeform", "not"]
 MESHES = ["mesh01", "mesh10", "meshrep", "cyc2"]
@@ -219,12 +219,9 @@ def test_assignments_through_zero_d_keys(strategy):
     a[..., 2, 1] = a[0, 0, ...]
     assert_equal_to_numpy(x, a)
     for bad, exc in (((9, 4, Ellipsis), IndexError), ((3, 4, Ellipsis, 0), IndexError)):
-        with pytest.raises(exc):
-            x[bad]
-        with pytest.raises(exc):
-            x[bad] = 1
-    with pytest.raises(ValueError):
-        x[3, 4, ...] = [1.0, 2.0]
+        assert_raises_everywhere(exc, x.__getitem__, bad)
+        assert_raises_everywhere(exc, x.__setitem__, bad, 1)
+    assert_raises_everywhere(ValueError, x.__setitem__, (3, 4, Ellipsis), [1.0, 2.0])
     assert_equal_to_numpy(x, a)  # failed writes changed nothing
 
 
