@@ -266,11 +266,11 @@ def test_roll_without_axis_moves_boundary_elements_only(strategy, shift):
         old_owner = np.searchsorted(bounds, (new - shift) % n, side="right") - 1
         sent = int(np.sum((old_owner == me) & (new_owner != me))) * 8
         got = int(np.sum((new_owner == me) & (old_owner != me))) * 8
-        (rec,) = t.records
+        rec = t.records[-1] if t.records else None  # (one record: checked below)
         moved = [c for c in t.calls if c[1] == "Sendrecv"]
         other = [c for c in t.calls if c[1] != "Sendrecv"]
         collective_assert(
-            rec.fallback is None and rec.gathers == 0
+            len(t.records) == 1 and rec.fallback is None and rec.gathers == 0
             and sum(c[2] for c in moved) == sent and sum(c[3] for c in moved) == got
             and all(c[2] <= 1 for c in other),  # besides the data: one-byte agreements
             f"{shape}: {rec}, {t.calls}; expected {sent} bytes sent, {got} received",

@@ -360,8 +360,10 @@ def test_every_counter_of_an_uneven_slab_redistribution(comm):
             with d2o.trace() as t:
                 y = x.copy(distribution_strategy=target)
             check.equal(y, a, what=name)
-            check.true(len(t.records) == 1 and t.records[0].op == "copy", f"{name}: {t.records}")
-            got = dict(_counters(t.records[0]), calls=t.calls)  # and each call's counts
+            one = len(t.records) == 1 and t.records[0].op == "copy"
+            check.true(one, f"{name}: {t.records}")
+            rec = t.records[0] if one else tr.Record("missing")
+            got = dict(_counters(rec), calls=t.calls)  # and each call's counts
             expected = _expect_exchange(have, want, row)
             check.true(got == expected, f"{name} {(n, m, dtype)}: {got} != {expected}")
     check.done()
@@ -384,8 +386,10 @@ def test_every_counter_of_a_shifted_sum(comm, lengths):
         s = lo + hi
     check = Checks()
     check.equal(s, a[1:] + a[:-1])
-    check.true([r.op for r in t.records] == ["__getitem__", "__getitem__", "__add__"], t.records)
-    for rec in t.records[:2]:
+    three = [r.op for r in t.records] == ["__getitem__", "__getitem__", "__add__"]
+    check.true(three, t.records)
+    records = t.records if three else [tr.Record("missing")] * 3
+    for rec in records[:2]:
         check.true(_counters(rec) == _counters(tr.Record("view")), f"a view moved: {rec}")
     # view row i of u[1:] is base row i + 1 (rank r holds the view rows of its base rows);
     # the result is in that layout, so rank r needs base rows (view rows) of u[:-1] = the
@@ -406,7 +410,7 @@ def test_every_counter_of_a_shifted_sum(comm, lengths):
         else dict(collectives=1 + talks, bytes_sent=1 + sent, bytes_received=1 + got,
                   max_group=P, gathers=0, fallback=None)
     )  # fmt: skip
-    counters = dict(_counters(t.records[2]), calls=t.calls)  # and each call's counts
+    counters = dict(_counters(records[2]), calls=t.calls)  # and each call's counts
     temp = counters.pop("temp_bytes")
     expected["calls"] = (
         []
