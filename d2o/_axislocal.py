@@ -158,7 +158,7 @@ def axis_local(
     o = ax if out_axis is None else out_axis(ax, res.ndim)
     shape = list(res.shape)
     shape[o] = x.shape[ax]
-    out_d = d.slabs_like(tuple(shape), o, "equal")
+    out_d = d.slabs_like(tuple(shape), o)  # these pieces, under their own rule's label
     if tuple(shape) == x.shape and out_d is not d0 and o == ax and not is_mesh(d0):
         return _from_local(redistribute(res, out_d, d0), d0)
     return _from_local(res, out_d)

@@ -490,11 +490,16 @@ class distributed_data_object:  # noqa: N801 - the paper's public name
     def set_full_data(self, data: Any) -> None:
         """Replace the whole array by ``data`` (the same on every rank); each rank keeps its part.
 
-        Local: no communication.  ``data`` must broadcast to the global shape.
+        Local: no communication.  ``data`` must broadcast to the global shape.  On a view,
+        and on an array with ghost cells, the values are written into the piece (as
+        `set_local_data` does).
         """
         arr = np.asarray(data)
         if arr.shape != self.shape:
             arr = np.broadcast_to(arr, self.shape)
+        if self.base is not None or getattr(self, "_padded", None) is not None:
+            self.data[...] = arr[self.distributor.local_slice]
+            return
         self.data = np.array(arr[self.distributor.local_slice], dtype=self.dtype, copy=True)
 
     # -- copies --------------------------------------------------------------

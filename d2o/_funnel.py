@@ -134,6 +134,10 @@ _MESH_NATIVE = {
     "__reduce__", "__array__", "show", "enumerate", "transpose", "swapaxes", "sum", "prod", "nansum",
     "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
     "dot", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__", "update_halos",
+    # views numpy returns as views (transposes, reversals: views on every layout)
+    "numpy.transpose", "numpy.permute_dims", "numpy.matrix_transpose", "numpy.swapaxes",
+    "numpy.moveaxis", "numpy.rollaxis", "numpy.flip", "numpy.fliplr", "numpy.flipud",
+    "numpy.rot90", "numpy.real", "numpy.imag",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
 _DUNDERS_ON_SLABS = {"__iter__", "__bool__", "__float__", "__int__", "__complex__"}  # fmt: skip

@@ -97,14 +97,17 @@ _NONE = "this array has no ghost cells: create it with d2o.layout(..., halo=widt
 
 def padded(x: D2O) -> np.ndarray:
     """``x``'s padded buffer, made (zeros around a copy of the piece) when ``x`` has none
-    yet or its piece was replaced; ``x.data`` then is the buffer's interior.  Local."""
+    yet; ``x.data`` then is the buffer's interior.  A piece replaced by another array
+    (``x.data = ...``) is copied into the buffer it had, so the buffer (held by a kernel,
+    its cells beyond the array's edge included) stays the array's.  Local."""
     d = x.distributor
     w = width(d)
     buf = getattr(x, "_padded", None)
-    if buf is not None and x.data.base is buf:
+    if buf is not None and x.data.base is buf and x.data.shape == d.local_shape:
         return buf
     shape = tuple(n + 2 * w if a in d.split_axes() else n for a, n in enumerate(d.local_shape))
-    buf = np.zeros(shape, dtype=x.data.dtype)
+    if buf is None or buf.shape != shape or buf.dtype != x.data.dtype:
+        buf = np.zeros(shape, dtype=x.data.dtype)
     inner = buf[_interior(d, w)]
     inner[...] = x.data
     x.data = inner

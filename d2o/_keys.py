@@ -243,7 +243,12 @@ def _resolve(k: Key, parsed: list, consumed: int) -> tuple:
 
     def add_slice(sl: slice) -> None:
         start, stop, step = sl.indices(shape[dim])
-        put(("s", dim, start, stop, step, len(range(start, stop, step))))
+        n = len(range(start, stop, step))
+        if n == 0:
+            # one form for every empty slice: `indices` may give start -1 (a negative step
+            # starting before the first element), which `emit` would hand numpy as "the last"
+            start = stop = 0
+        put(("s", dim, start, stop, step, n))
 
     for pos, (kind, p) in enumerate(parsed):
         if kind == "n":

@@ -348,7 +348,15 @@ def rot90(m, k=1, axes=(0, 1)):
 def roll(a, shift, axis=None):
     """numpy's ``roll`` along given axes: along a slab's split axis the rows that cross a
     rank boundary move point to point (`_roll_split`), along other axes it is local
-    (axis-local); ``axis=None`` takes the fallback."""
+    (axis-local).  ``axis=None`` rolls the flattened array: for 1-d input that is
+    ``axis=0``; for slabs split along axis 0 the flattened pieces are the pieces' own
+    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back; other
+    layouts take the fallback."""
+    if axis is None and isinstance(a, D2O):
+        if a.ndim == 1:
+            axis = 0
+        elif a.ndim > 1 and slab_rows(a.distributor) and a.distributor.axis == 0:
+            return roll(a.ravel(), shift, 0).reshape(a.shape)
     if axis is None or not isinstance(a, D2O):
         return fallback("roll", np.roll, (a, shift), {"axis": axis})
     core = _agreed_axes(a, axis, allow_duplicate=True)

@@ -269,11 +269,15 @@ def array_function(self: D2O, func: Callable, types: tuple, args: tuple, kwargs:
         )
     if func in _LOCAL or not mesh_in_use[0]:
         return impl(*args, **kwargs)
-    # no mesh algorithm: mesh operands (views: only 0-d ones) run on slab equivalents
-    return _on_slabs(impl, func.__name__, args, kwargs, held_only=func in _VIEWS)
+    # no mesh algorithm: mesh operands (views: only 0-d ones) run on slab equivalents;
+    # named as the funnel names d2o.numpy's functions, so that those writing into their
+    # first argument (numpy.copyto, numpy.put, ...) have the result written back
+    name = f"numpy.{func.__name__}"
+    return _on_slabs(impl, name, args, kwargs, held_only=func in _VIEWS)
 
 
 #: numpy functions that are views (they handle every layout themselves)
-_VIEWS = {np.transpose, np.swapaxes, np.moveaxis, np.real, np.imag}
+_VIEWS = {getattr(np, n) for n in ("transpose", "swapaxes", "moveaxis", "real", "imag",
+          "rollaxis", "flip", "fliplr", "flipud", "rot90", "matrix_transpose") if hasattr(np, n)}  # fmt: skip
 #: numpy functions that ask questions every layout answers locally
 _LOCAL = {np.shape, np.ndim, np.size, np.shares_memory, np.may_share_memory}

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._comm import default_comm
+from ._distributors import as_runs, index_of, run_length
 
 __all__ = [
     "assert_equal_to_numpy",
@@ -160,50 +161,152 @@ def assert_equal_to_numpy(
 
 def assert_layout(
     obj: Any,
+    expected: Any = None,
     *,
     axis: Any = "any",
     lengths: Any = None,
     strategy: str | None = None,
+    regions: Any = None,
+    descending: bool = False,
+    rtol: float | None = None,
+    atol: float = 0,
+    check_dtype: bool = True,
+    msg: str = "",
 ) -> None:
-    """Check the layout a documented rule promises: distributed axis, piece lengths, strategy.
+    """Check the layout a documented rule promises and, given ``expected``, the values of
+    every rank's piece: each rank must hold exactly the part of ``expected`` that the
+    rule gives it.
 
-    Collective.  Give the expected values from the rule itself (literal tables), not
-    from the function under test.  Each rank checks its own piece; the verdict is agreed.
+    Collective.  Give the expected layout from the rule itself (literal tables, the
+    rule written out in the test), not from the function under test: a result with the
+    right values in the wrong pieces, or pieces its distributor does not describe, fails.
+    Each rank checks its own piece; the verdict is agreed.
 
     Parameters
     ----------
     obj : distributed_data_object
+    expected : array_like, optional
+        The numpy result.  When given: the global shape (and dtype) must match, and this
+        rank's piece must equal ``expected`` cut to the box the rule gives this rank
+        (``regions`` or ``lengths``; without either, the box ``obj``'s distributor says
+        it holds: values only).
     axis : int or None, optional
-        The expected distributed axis (None: replicated).  Not checked when omitted.
+        The expected distributed axis, ``obj.axis`` (None: replicated); with ``lengths``
+        also the axis the lengths are along.  Not checked when omitted.
     lengths : sequence of int, optional
-        Every rank's expected extent along ``axis`` (``lengths[r]`` for rank r).
+        Every rank's expected extent along ``axis`` (default: ``obj.axis``), slabs in
+        rank order: rank r holds ``[sum(lengths[:r]), sum(lengths[:r + 1]))``.
     strategy : str, optional
         The expected ``distribution_strategy``.
+    regions : sequence, optional
+        Per rank, the box it holds: per axis a ``(start, stop)`` pair or, for a
+        block-cyclic axis, a tuple of such runs (in the order stored).  Empty pieces
+        compare equal wherever they sit.
+    descending : bool, optional
+        With ``lengths``: the ranks hold their ranges in descending order along
+        ``axis`` (a reversed view, ``x[::-1]``: rank 0 holds the last ``lengths[0]``);
+        ``obj.axis`` is then not compared (such a view is not a slab layout).
+    rtol, atol, check_dtype
+        As in `assert_equal_to_numpy`.
+    msg : str, optional
+        Named first in the failure message (which case of a table failed).
 
     Raises
     ------
     AssertionError
-        On every rank, when the layout differs on at least one rank.
+        On every rank, when the layout or the values differ on at least one rank.
+
+    Examples
+    --------
+    >>> import numpy as np, d2o
+    >>> from d2o.testing import assert_layout
+    >>> a = np.arange(12.0).reshape(4, 3)
+    >>> x = d2o.distributed_data_object(a, distribution_strategy="equal")
+    >>> p = x.comm.size
+    >>> assert_layout(x, a, axis=0, lengths=[4 // p + (r < 4 % p) for r in range(p)])
     """
-    problems = []
+    problems: list = []
     comm = obj.distributor.comm
-    if axis != "any" and obj.axis != axis:
-        problems.append(f"distributed axis {obj.axis}, expected {axis}")
+    try:
+        _layout_problems(obj, expected, axis, lengths, strategy, regions, descending,
+                         (rtol, atol, check_dtype), problems)  # fmt: skip
+    except Exception as exc:  # a failure before comparing still needs agreement
+        problems.append(f"checking the layout raised {type(exc).__name__}: {exc}")
+    text = "; ".join(problems) if problems else None
+    _agree(f"{msg}: {text}" if msg and text else text, comm)
+
+
+# the slab rules, written out here independently of d2o's distributors
+_RULES: dict = {
+    "equal": lambda n, p: [n // p + (1 if r < n % p else 0) for r in range(p)],
+    "fftw": lambda n, p: [max(0, min(-(-n // p), n - r * -(-n // p))) for r in range(p)],
+}
+
+
+def _runs_per_axis(box: Any) -> tuple:
+    """A box in one form for comparisons: per axis the tuple of its non-empty runs."""
+    return tuple(as_runs(tuple(e)) for e in box)
+
+
+def _layout_problems(obj, expected, axis, lengths, strategy, regions, descending, tol, out):
+    d = obj.distributor
+    comm = d.comm
+    me, size, shape = comm.rank, comm.size, tuple(obj.shape)
+    if axis != "any" and not descending and obj.axis != axis:
+        out.append(f"distributed axis {obj.axis}, expected {axis}")
     if strategy is not None and obj.distribution_strategy != strategy:
-        problems.append(f"strategy {obj.distribution_strategy!r}, expected {strategy!r}")
-    if lengths is not None:
-        lengths = list(lengths)
-        ax = obj.axis
-        if len(lengths) != comm.size:
-            problems.append(f"{len(lengths)} expected lengths for {comm.size} ranks")
+        out.append(f"strategy {obj.distribution_strategy!r}, expected {strategy!r}")
+    rule = _RULES.get(obj.distribution_strategy)
+    if rule is not None and obj.axis is not None:  # the label promises its rule's pieces
+        held = [run_length(d.region(r)[obj.axis]) for r in range(size)]
+        if held != rule(shape[obj.axis], size):
+            out.append(f"labelled {obj.distribution_strategy!r} along axis {obj.axis} but the "
+                       f"pieces have lengths {held}, not {rule(shape[obj.axis], size)}")  # fmt: skip
+    box = None
+    if regions is not None:
+        regions = list(regions)
+        if len(regions) != size:
+            out.append(f"{len(regions)} expected regions for {size} ranks")
+        else:
+            box = tuple(tuple(e) for e in regions[me])
+    elif lengths is not None:
+        lengths = [int(n) for n in lengths]
+        ax = obj.axis if axis == "any" else axis
+        if len(lengths) != size:
+            out.append(f"{len(lengths)} expected lengths for {size} ranks")
         elif ax is None:
-            problems.append(f"replicated, expected piece lengths {lengths}")
-        elif obj.local_shape[ax] != lengths[comm.rank]:
-            problems.append(
-                f"rank {comm.rank} holds {obj.local_shape[ax]} along axis {ax}, "
-                f"expected {lengths[comm.rank]} (all: {lengths})"
-            )
-    _agree("; ".join(problems) if problems else None, comm)
+            out.append(f"replicated, expected piece lengths {lengths}")
+        elif sum(lengths) != shape[ax]:
+            out.append(f"expected lengths {lengths} do not add up to axis {ax} of {shape}")
+        else:
+            ax %= len(shape)
+            lo = sum(lengths[:me])
+            hi = lo + lengths[me]
+            if descending:
+                lo, hi = shape[ax] - hi, shape[ax] - lo
+            box = tuple((lo, hi) if k == ax else (0, n) for k, n in enumerate(shape))
+    if box is not None:
+        held = d.region(me)
+        if len(box) != len(shape):
+            out.append(f"expected box {box} has not one entry per axis of {shape}")
+            box = None
+        elif held is None or _runs_per_axis(held) != _runs_per_axis(box):
+            out.append(f"rank {me} holds {held}, the rule gives it {box}")
+        elif tuple(obj.data.shape) != tuple(run_length(e) for e in box):
+            out.append(f"rank {me}'s piece has shape {obj.data.shape}, its box {box}")
+    if expected is None:
+        return
+    e = np.asarray(expected)
+    if shape != e.shape:
+        out.append(f"shape {shape}, expected {e.shape}")
+        return
+    where = box if box is not None else d.region(me)
+    if where is None:  # a rank that holds nothing of a 0-d view
+        return
+    part = e[index_of(where)] if e.ndim else e
+    msg = _compare(obj.data, part, *tol)
+    if msg is not None:
+        out.append(f"rank {me}'s piece (box {where}): {msg}")
 
 
 def assert_raises_everywhere(

@@ -10,7 +10,7 @@ from _helpers import DTYPES, MESH_SPLITS, layouts, make, mesh_of, sample, spec
 
 from d2o import d2o_librarian, default_comm, distributed_data_object
 from d2o._distributors import equal_lengths, fftw_lengths, get_distributor
-from d2o.testing import assert_equal_to_numpy, collective_assert
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 SHAPES = [(0,), (1,), (7,), (4, 3), (0, 3), (3, 0), (1, 1), (2, 3, 4)]
 
@@ -75,8 +75,7 @@ def test_zero_d_is_replicated():
     obj = distributed_data_object(5.0)
     collective_assert(obj.shape == () and obj.local_shape == () and obj.axis is None)
     assert_equal_to_numpy(obj, np.asarray(5.0))
-    with pytest.raises(TypeError):
-        len(obj)
+    assert_raises_everywhere(TypeError, len, obj)
 
 
 def test_freeform_global_shape(comm):
@@ -94,8 +93,8 @@ def test_freeform_mismatch_raises_everywhere(comm):
     shape = (2, 3) if comm.rank == 0 else (2, 4)
     if comm.size == 1:
         pytest.skip("needs two ranks")
-    with pytest.raises(ValueError):
-        distributed_data_object(local_data=np.zeros(shape), distribution_strategy="freeform")
+    assert_raises_everywhere(ValueError, distributed_data_object, local_data=np.zeros(shape),
+                             distribution_strategy="freeform")  # fmt: skip
 
 
 def test_from_distributed_input_redistributes():
@@ -126,16 +125,12 @@ def test_copy_false_shares_memory():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError):
-        distributed_data_object(np.arange(3), distribution_strategy="cyclic")
-    with pytest.raises(ValueError):
-        distributed_data_object()
-    with pytest.raises(TypeError):
-        distributed_data_object(np.arange(3), bogus=1)
-    with pytest.raises(np.exceptions.AxisError):
-        distributed_data_object(np.arange(3), axis=2)
-    with pytest.raises(ValueError):
-        distributed_data_object(global_shape=(-1, 2))
+    D = distributed_data_object
+    assert_raises_everywhere(ValueError, D, np.arange(3), distribution_strategy="cyclic")
+    assert_raises_everywhere(ValueError, D)
+    assert_raises_everywhere(TypeError, D, np.arange(3), bogus=1)
+    assert_raises_everywhere(np.exceptions.AxisError, D, np.arange(3), axis=2)
+    assert_raises_everywhere(ValueError, D, global_shape=(-1, 2))
 
 
 def test_local_data_access():
@@ -160,8 +155,7 @@ def test_full_data(comm):
         full = obj.get_full_data(target_rank=target)
         ok = np.array_equal(full, a) if comm.rank == target else full is None
         collective_assert(ok, target)
-    with pytest.raises(ValueError):
-        obj.get_full_data(target_rank=comm.size)
+    assert_raises_everywhere(ValueError, obj.get_full_data, target_rank=comm.size)
     obj.set_full_data(a * 2)
     assert_equal_to_numpy(obj, a * 2)
     collective_assert(np.array_equal(np.asarray(obj), a * 2))
@@ -198,8 +192,7 @@ def test_librarian_same_index_everywhere(comm):
     gone = objs.pop().index
     gc.collect()
     collective_assert(gone not in d2o_librarian)
-    with pytest.raises(KeyError):
-        d2o_librarian[gone]
+    assert_raises_everywhere(KeyError, d2o_librarian.__getitem__, gone)
 
 
 def test_librarian_costs_nothing_per_object(comm):
@@ -240,12 +233,15 @@ def test_iteration_in_chunks_is_collective_and_bounded():
 
 def test_repr_shows_local_piece_without_communication(comm):
     obj = distributed_data_object(np.arange(8))
+    ok, text = True, ""
     if comm.rank == 0:  # would hang if repr communicated
         text = repr(obj)
-        assert text.startswith("<distributed_data_object>\n")
-        assert repr(obj.get_local_data(copy=False)) in text
-        assert str(obj) == text
-    comm.barrier()
+        ok = (
+            text.startswith("<distributed_data_object>\n")
+            and repr(obj.get_local_data(copy=False)) in text
+            and str(obj) == text
+        )
+    collective_assert(ok, text)
 
 
 def test_distributors_are_shared():
@@ -274,12 +270,10 @@ def test_astype_real_imag_conj():
 def test_bool_and_pickle():
     obj = distributed_data_object([3])
     collective_assert(bool(obj) is True)
-    with pytest.raises(ValueError):
-        bool(distributed_data_object([1, 2]))
+    assert_raises_everywhere(ValueError, bool, distributed_data_object([1, 2]))
     import pickle
 
-    with pytest.raises(TypeError):
-        pickle.dumps(obj)
+    assert_raises_everywhere(TypeError, pickle.dumps, obj)
 
 
 def test_distributor_cache_is_bounded_and_identity_is_not_needed(monkeypatch):

@@ -14,7 +14,7 @@ import pytest
 
 import d2o
 from d2o import default_comm, distributed_data_object
-from d2o.testing import collective_assert
+from d2o.testing import assert_raises_everywhere, collective_assert
 
 comm = default_comm()
 BAD = comm.size - 1  # the rank that gets the wrong input
@@ -113,8 +113,11 @@ def test_bincount_negative_value_on_one_rank_only():
 def test_nothing_changed_after_failed_operation():
     a = np.arange(12.0).reshape(4, 3)
     obj = distributed_data_object(a)
-    with pytest.raises(ValueError):
-        obj += _per_rank(np.ones(3), np.ones(4))
+
+    def bad_add():
+        obj.__iadd__(_per_rank(np.ones(3), np.ones(4)))
+
+    assert_raises_everywhere(ValueError, bad_add)
     collective_assert(np.array_equal(obj.get_full_data(), a))
 
 

@@ -145,5 +145,5 @@ def test_single_precision_is_kept(n):
     for fn in (dfft.fft, dfft.ifft):
         got = fn(x)
         want = getattr(np.fft, fn.__name__)(a)
-        assert got.dtype == want.dtype == np.complex64
+        collective_assert(got.dtype == want.dtype == np.complex64, f"{got.dtype}, {want.dtype}")
         assert_equal_to_numpy(got, want, rtol=1e-5, atol=1e-5)

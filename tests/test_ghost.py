@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import sample, spy_sends
+from _helpers import Checks, sample, spy_sends
 
 import d2o
 from d2o import default_comm, distributed_data_object
@@ -60,10 +60,11 @@ def test_update_halos_fills_the_neighbours_cells(name, w, dtype):
         pytest.skip("2 x 2 meshes need 4 ranks")
     U = sample((4 * max(P, 2) + 1, 3 * max(P, 2)), dtype, seed=w)
     x = distributed_data_object(U, distribution_strategy=lays[name])
-    assert x.halo == w
+    collective_assert(x.halo == w, x.halo)
     x.update_halos()
     buf = x.get_local_data(copy=False, halos=True)
-    np.testing.assert_array_equal(buf, _expected(U, x, w))
+    want = _expected(U, x, w)
+    collective_assert(buf.shape == want.shape and np.array_equal(buf, want), f"{buf}\n{want}")
     assert_equal_to_numpy(x, U)  # d2o still sees the piece alone
 
 
@@ -96,15 +97,77 @@ def test_results_keep_the_width_and_pieces_stay_in_the_buffer():
     U = sample((5 * max(P, 2), 4), "float64", seed=5)
     x = distributed_data_object(U, distribution_strategy=d2o.layout(halo=1))
     y = 2 * x + 1  # the layout (and its width) carries over; the buffer comes on demand
-    assert y.halo == 1
+    collective_assert(y.halo == 1, y.halo)
     y.update_halos()
-    np.testing.assert_array_equal(y.get_local_data(halos=True), _expected(2 * U + 1, y, 1))
+    got, want = y.get_local_data(halos=True), _expected(2 * U + 1, y, 1)
+    collective_assert(got.shape == want.shape and np.array_equal(got, want), f"{got}\n{want}")
     buf = x.get_local_data(copy=False, halos=True)
     x.set_local_data(x.get_local_data() * 0 + 7)  # written into the buffer's interior
-    assert np.shares_memory(x.get_local_data(copy=False), buf)
+    collective_assert(np.shares_memory(x.get_local_data(copy=False), buf))
     x[...] = x + 1
     assert_equal_to_numpy(x, np.full(U.shape, 8.0))
-    assert not np.shares_memory(x.get_local_data(halos=True), buf)  # copy=True copies
+    collective_assert(not np.shares_memory(x.get_local_data(halos=True), buf))  # copies
+
+
+def _replacements(U: np.ndarray, lay) -> list:
+    """(name, what it does to ``x``, numpy's array afterwards): every way to replace or
+    rewrite a piece."""
+    V = U * 3 - 1
+    other = distributed_data_object(V, distribution_strategy="equal")  # another layout
+    return [
+        ("set_local_data", lambda x: x.set_local_data(V[x.distributor.local_slice]), V),
+        ("x.data = a new array", lambda x: setattr(x, "data", V[x.distributor.local_slice].copy()),
+         V),
+        ("set_full_data", lambda x: x.set_full_data(V), V),
+        ("x[...] = numpy", lambda x: x.__setitem__(Ellipsis, V), V),
+        ("x[...] = d2o of another layout", lambda x: x.__setitem__(Ellipsis, other), V),
+        ("np.copyto", lambda x: np.copyto(x, V), V),
+        ("x += 1", lambda x: x.__iadd__(1.0), U + 1),
+        ("x *= x", lambda x: x.__imul__(x), U * U),
+        ("np.add(x, 1, out=x)", lambda x: np.add(x, 1.0, out=x), U + 1),
+        ("x.fill", lambda x: x.fill(2.5), np.full(U.shape, 2.5)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["rows", "columns", "mesh", "mesh 2x2", "replicas"])
+@pytest.mark.parametrize("w", [1, 2])
+def test_replaced_pieces_stay_in_their_ghost_cells(name, w):
+    """After a piece is replaced or rewritten (set_local_data, ``x.data = ...``,
+    set_full_data, assignments, in-place operations, copies into it), ``update_halos``
+    fills the ghost cells from the new values: the padded piece is numpy's prediction,
+    in the same buffer a kernel may hold, with the cells beyond the array's edge left as
+    the kernel set them (issue 28)."""
+    lays = _layouts(w)
+    if name not in lays:
+        pytest.skip("2 x 2 meshes need 4 ranks")
+    U = sample((4 * max(P, 2) + 1, 3 * max(P, 2)), "float64", seed=w + 7)
+    check = Checks()
+    for what, replace, E in _replacements(U, lays[name]):
+        x = distributed_data_object(U, distribution_strategy=lays[name])
+        x.update_halos()
+        held = x.get_local_data(copy=False, halos=True)
+        beyond = _expected(np.ones(U.shape), x, w) == 0  # padding past the array's edge
+        held[beyond] = -5.0  # e.g. boundary values a kernel keeps there
+        replace(x)
+        x.update_halos()
+        buf = x.get_local_data(copy=False, halos=True)
+        want = np.where(beyond, -5.0, _expected(E, x, w))
+        check.true(buf is held, f"{what}: the padded buffer was replaced")
+        check.true(buf.shape == want.shape and np.array_equal(buf, want),
+                   f"{what}: padded piece\n{buf}\nexpected\n{want}")  # fmt: skip
+        check.true(np.shares_memory(x.get_local_data(copy=False), buf), f"{what}: outside")
+        check.equal(x, E, what=what)
+    check.done()
+
+
+def test_set_full_data_on_a_view_reaches_the_base():
+    a = np.arange(12.0).reshape(6, 2)
+    x = distributed_data_object(a.copy())
+    v = x[1:4]
+    v.set_full_data(-np.ones((3, 2)))
+    a[1:4] = -1
+    assert_equal_to_numpy(x, a)
+    assert_equal_to_numpy(v, a[1:4])
 
 
 def test_update_halos_moves_boundary_layers_to_neighbours_only():
@@ -123,7 +186,7 @@ def test_update_halos_moves_boundary_layers_to_neighbours_only():
 
 def test_serial_and_no_halo():
     x = distributed_data_object(np.arange(12.0).reshape(4, 3), distribution_strategy=d2o.layout())
-    assert x.halo == 0
+    collective_assert(x.halo == 0, x.halo)
     assert_raises_everywhere(ValueError, x.update_halos)
     assert_raises_everywhere(ValueError, lambda: x.get_local_data(halos=True))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import make, sample, spy_sends
+from _helpers import Checks, freeform_lengths, layouts, make, sample, spy_sends
 
 import d2o
 from d2o import default_comm
@@ -39,7 +39,7 @@ def test_shifted_operands_keep_numpy_dtypes(dtype, strategy):
     a = make(A, strategy)
     for r, R in [(a[:-3] * a[3:], A[:-3] * A[3:]), (a[1:] == a[:-1], A[1:] == A[:-1])]:
         assert_equal_to_numpy(r, R)
-        assert r.dtype == R.dtype
+        collective_assert(r.dtype == R.dtype, (r.dtype, R.dtype))
     if dtype not in ("bool", "complex128"):
         q, m = np.divmod(a[2:], a[:-2] + 1)  # two outputs, segment by segment
         Q, M = np.divmod(A[2:], A[:-2] + 1)
@@ -60,7 +60,7 @@ def test_shifted_operand_broadcast_and_out(strategy):
     w = a[:-1]
     res = np.multiply(w, v, out=v)  # the output is the shifted input's own memory
     A[1:] = A[:-1] * A[1:]
-    assert res is v
+    collective_assert(res is v, "out= must return the output array")
     assert_equal_to_numpy(a, A)
 
 
@@ -152,12 +152,12 @@ def test_diff_and_gradient_along_the_split_axis(dtype, strategy):
     for n in (1, 2, 3):
         r = dnp.diff(a, n=n, axis=0)
         assert_equal_to_numpy(r, np.diff(A, n=n, axis=0))
-        assert r.dtype == np.diff(A, n=n, axis=0).dtype
+        collective_assert(r.dtype == np.diff(A, n=n, axis=0).dtype, r.dtype)
     for edge in (1, 2):
         for h in (1.0, 0.5):
             g = dnp.gradient(a, h, axis=0, edge_order=edge)
             G = np.gradient(A, h, axis=0, edge_order=edge)
-            assert g.dtype == G.dtype
+            collective_assert(g.dtype == G.dtype, (g.dtype, G.dtype))
             assert_equal_to_numpy(g, G, rtol=1e-6 if dtype == "float32" else 1e-13)
     gs = dnp.gradient(a)  # both axes: the split one by halos, the other locally
     for g, G in zip(gs, np.gradient(A)):
@@ -216,6 +216,65 @@ def test_roll_moves_the_crossing_rows_only(monkeypatch):
     collective_assert(all(k == "Sendrecv" and p <= ring for k, p in seen), f"{seen}")
     sent = sum(c[2] for c in t.calls if c[1] == "Sendrecv")  # besides 1-byte agreements
     collective_assert(sent == (2 * m * 8 if P_ > 1 else 0), f"{sent} bytes")
+
+
+@pytest.mark.parametrize("shift", [0, 1, -2, 5, 13, (1, 2)])
+def test_roll_without_axis_against_numpy(shift):
+    """``axis=None`` rolls the flattened array, on every layout (issue 28)."""
+    import d2o.numpy as dnp
+
+    check = Checks()
+    for shape in [(7,), (0,), (1,), (5, 3), (0, 2), (3, 2, 2)]:
+        A = sample(shape, "int64", seed=len(shape))
+        for strategy, axis in layouts(len(shape)):
+            r = dnp.roll(make(A, strategy, axis), shift)
+            check.equal(r, np.roll(A, shift), what=f"{shape} {strategy} axis {axis}")
+    check.done()
+
+
+def _piece_lengths(strategy: str, n: int, p: int) -> list[int]:
+    """The slab rules, written out independently of d2o."""
+    if strategy == "freeform":
+        return freeform_lengths(n, p)
+    if strategy == "fftw":
+        block = -(-n // p)
+        return [max(0, min(block, n - r * block)) for r in range(p)]
+    return [n // p + (1 if r < n % p else 0) for r in range(p)]
+
+
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
+@pytest.mark.parametrize("shift", [1, -3, 11])
+def test_roll_without_axis_moves_boundary_elements_only(strategy, shift):
+    """A 1-d roll with ``axis=None`` is ``axis=0``: no fallback, and each rank sends (and
+    receives) exactly the elements whose owner changes, point to point; N-d slabs split
+    along axis 0 roll their flattened pieces the same way."""
+    import d2o.numpy as dnp
+
+    comm = default_comm()
+    me, p = comm.rank, comm.size
+    for shape in [(23,), (9, 2)]:
+        A = sample(shape, "float64", seed=shift % 5)
+        a = make(A, strategy)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            r = dnp.roll(a, shift)
+        assert_equal_to_numpy(r, np.roll(A, shift))
+        row = int(np.prod(shape[1:]))
+        bounds = np.cumsum([0] + _piece_lengths(strategy, shape[0], p)) * row
+        n = A.size
+        new = np.arange(n)
+        new_owner = np.searchsorted(bounds, new, side="right") - 1
+        old_owner = np.searchsorted(bounds, (new - shift) % n, side="right") - 1
+        sent = int(np.sum((old_owner == me) & (new_owner != me))) * 8
+        got = int(np.sum((new_owner == me) & (old_owner != me))) * 8
+        rec = t.records[-1] if t.records else None  # (one record: checked below)
+        moved = [c for c in t.calls if c[1] == "Sendrecv"]
+        other = [c for c in t.calls if c[1] != "Sendrecv"]
+        collective_assert(
+            len(t.records) == 1 and rec.fallback is None and rec.gathers == 0
+            and sum(c[2] for c in moved) == sent and sum(c[3] for c in moved) == got
+            and all(c[2] <= 1 for c in other),  # besides the data: one-byte agreements
+            f"{shape}: {rec}, {t.calls}; expected {sent} bytes sent, {got} received",
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize("mesh", [None, "square"])

@@ -22,7 +22,12 @@ from _helpers import layouts, make, sample
 
 import d2o
 from d2o import default_comm, distributed_data_object
-from d2o.testing import assert_equal_to_numpy, assert_layout, assert_raises_everywhere
+from d2o.testing import (
+    assert_equal_to_numpy,
+    assert_layout,
+    assert_raises_everywhere,
+    collective_assert,
+)
 
 D = distributed_data_object
 A = sample((4, 5), "float64", seed=3)
@@ -129,7 +134,7 @@ def _(kw):
 def _(kw):
     for x in each_layout(A):
         y = x.copy_empty(**kw)
-        assert y.shape == (3, 2) and y.dtype == np.int8
+        collective_assert(y.shape == (3, 2) and y.dtype == np.int8, (y.shape, y.dtype))
         assert_layout(y, axis=None, strategy="not")
 
 
@@ -169,7 +174,7 @@ def _reduce_case(name: str) -> None:
         for x in each_layout(A):
             out = D(np.zeros(want.shape, dtype=want.dtype))
             res = getattr(x, name)(**{**kw, "out": out})
-            assert res is out
+            collective_assert(res is out, f"{name}(out=) did not return out")
             assert_equal_to_numpy(out, want, rtol=1e-12)
 
 
@@ -184,7 +189,7 @@ def _moments(kw):
         want = getattr(np, name)(A, **{**kw, "out": None})
         for x in each_layout(A):
             out = D(np.zeros(want.shape, dtype=want.dtype))
-            assert getattr(x, name)(**{**kw, "out": out}) is out
+            collective_assert(getattr(x, name)(**{**kw, "out": out}) is out, name)
             assert_equal_to_numpy(out, want, rtol=1e-5)
             assert_equal_to_numpy(getattr(x, name)(ddof=kw["ddof"]), getattr(A, name)(ddof=1),
                                   rtol=1e-12)  # fmt: skip
@@ -209,7 +214,7 @@ def _nonflat(kw):
         want = np.unravel_index(getattr(np, name)(I), I.shape)
         for x in each_layout(I):
             got = getattr(x, name + "_nonflat")(**kw)
-            assert tuple(int(v) for v in got) == tuple(int(v) for v in want)
+            collective_assert(tuple(int(v) for v in got) == tuple(int(v) for v in want), got)
 
 
 @case("cumsum", axis=1, dtype=np.float32, out=None)
@@ -227,7 +232,7 @@ def _(kw):
     want = np.median(A, axis=0, keepdims=True)
     for x in each_layout(A):
         out = D(np.zeros(want.shape))
-        assert d2o.median(**{**kw, "a": x, "out": out}) is out
+        collective_assert(d2o.median(**{**kw, "a": x, "out": out}) is out)
         assert_equal_to_numpy(out, want)
         assert_equal_to_numpy(x, A)  # overwrite_input may not change the input here
         assert_equal_to_numpy(x.median(axis=1, keepdims=True), np.median(A, axis=1, keepdims=True))
@@ -266,8 +271,8 @@ def _(kw):
 @case("equal", other=None)
 def _(kw):
     for x in each_layout(A):
-        assert x.equal(**{**kw, "other": A.copy()}) is True
-        assert x.equal(**{**kw, "other": A + 1}) is False
+        collective_assert(x.equal(**{**kw, "other": A.copy()}) is True)
+        collective_assert(x.equal(**{**kw, "other": A + 1}) is False)
 
 
 @case("flatten", inplace=True)
@@ -275,7 +280,7 @@ def _(kw):
     for x in each_layout(A):
         assert_equal_to_numpy(x.flatten(inplace=False), A.flatten())
         y = x.flatten(**kw)
-        assert y is x
+        collective_assert(y is x, "flatten(inplace=True) must return the array")
         assert_equal_to_numpy(x, A.flatten())
 
 
@@ -288,7 +293,7 @@ def _(kw):
         got = x.get_data(**{**kw, "key": (slice(1, 3), [0, 2])})
         assert_equal_to_numpy(got, A[1:3, [0, 2]])
         piece = x.get_data(slice(None), local_keys=True, copy=False)
-        assert piece.shape[1:] == A.shape[1:] or x.distributor.axis == 1
+        collective_assert(piece.shape[1:] == A.shape[1:] or x.distributor.axis == 1, piece.shape)
 
 
 @case("set_data", data=None, to_key=None, from_key=None, local_keys=False)
@@ -325,10 +330,8 @@ def _(kw):
     comm = default_comm()
     for x in each_layout(A):
         for got in (x.get_full_data(target_rank=0), x.gather(rank=0)):
-            if comm.rank == 0:
-                np.testing.assert_array_equal(got, A)
-            else:
-                assert got is None
+            ok = np.array_equal(got, A) if comm.rank == 0 else got is None
+            collective_assert(ok, f"rank {comm.rank} got {got!r}")
 
 
 @case("enumerate", axis=0)
@@ -336,10 +339,11 @@ def _(kw):
     for x in each_layout(A):
         pairs = list(x.enumerate(**kw))
         local = x.get_local_data()
-        for i, g in pairs:
-            cols = x.distributor.global_indices(1)
-            np.testing.assert_array_equal(local[i], A[g][cols])
-        assert len(pairs) == local.shape[0]
+        cols = x.distributor.global_indices(1)
+        ok = len(pairs) == local.shape[0] and all(
+            np.array_equal(local[i], A[g][cols]) for i, g in pairs
+        )
+        collective_assert(ok, f"enumerate gave {pairs}")
 
 
 @case("redistribute", axis=1)
@@ -413,8 +417,8 @@ def _(kw):
     for x in each_layout(A):
         buf = io.StringIO()
         text = d2o.show(obj=x, file=buf, rank=None)  # every rank prints
-        assert text == buf.getvalue().rstrip("\n") or text in buf.getvalue()
-        assert str(A.shape[0]) in text
+        printed = text == buf.getvalue().rstrip("\n") or text in buf.getvalue()
+        collective_assert(printed and str(A.shape[0]) in text, text)
 
 
 @case("get_option", name="gather")
@@ -481,9 +485,9 @@ def _file_cases():
         y = d2o.load(path=f, distribution_strategy="fftw", axis=1, comm=None)
         assert_equal_to_numpy(y, 2 * A)
         assert_layout(y, axis=1, strategy="fftw")
-        np.testing.assert_array_equal(np.load(f), 2 * A)
+        collective_assert(np.array_equal(np.load(f), 2 * A), "the file after save")
         x.save(f, overwrite=True)  # the method's own keywords below
-        np.testing.assert_array_equal(np.load(f), A)
+        collective_assert(np.array_equal(np.load(f), A), "the file after x.save")
 
     @case("save", alias="ds", path=None, overwrite=True, overwriting=True, overwriteQ=True)
     def _(kw, tmp):
@@ -511,9 +515,11 @@ def _file_cases():
                           distribution_strategy="not", axis=0, comm=None)  # fmt: skip
         assert_equal_to_numpy(y, A[1:3])
         assert_equal_to_numpy(d2o.from_hdf5(f, "e"), A)
+        ok = True
         if default_comm().rank == 0:
             with h5py.File(f, "r") as h:
-                assert h["d"].attrs["k"] == 1 and h["d"].chunks == (2, 5)
+                ok = h["d"].attrs["k"] == 1 and h["d"].chunks == (2, 5)
+        collective_assert(ok, "the dataset's attributes and chunks")
 
     @case("to_zarr", obj=None, path=None, overwrite=True, chunks=(1, 5), compressors=None,
           attrs={"k": 2})  # fmt: skip
@@ -692,10 +698,10 @@ def test_out_follows_numpy_rules():
                 assert_raises_everywhere(exc, getattr(x, name), axis=0, out=bad)
             assert_equal_to_numpy(bad, keep.get_full_data() if isinstance(keep, D) else keep)
         out = D(np.zeros(5, dtype=np.complex128))  # float64 -> complex128 is allowed
-        assert x.sum(axis=0, out=out) is out
+        collective_assert(x.sum(axis=0, out=out) is out)
         assert_equal_to_numpy(out, A.sum(axis=0).astype(np.complex128), rtol=1e-12)
         out2 = D(np.zeros(4 * 5))
-        assert x.cumsum(out=out2) is out2
+        collective_assert(x.cumsum(out=out2) is out2)
         assert_equal_to_numpy(out2, A.cumsum(), rtol=1e-12)
 
 
@@ -739,4 +745,4 @@ def _in_place(kw):
         assert_equal_to_numpy(y, b)
         y.fill(value=2.5)
         assert_equal_to_numpy(y, np.full(A.shape, 2.5))
-        assert x.item(0, 1) == A.item(0, 1) and x.tolist() == A.tolist()
+        collective_assert(x.item(0, 1) == A.item(0, 1) and x.tolist() == A.tolist())

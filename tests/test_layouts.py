@@ -12,7 +12,7 @@ from _helpers import sample
 
 import d2o
 from d2o import default_comm, distributed_data_object
-from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 P = default_comm().size
 
@@ -46,9 +46,10 @@ def test_construct_gather_and_pieces(shape):
         d = x.layout
         box = d.region(default_comm().rank)
         # this rank's piece is exactly its box of the global array
-        np.testing.assert_array_equal(x.get_local_data(), a[tuple(slice(*b) for b in box)])
+        mine = a[tuple(slice(*b) for b in box)]
+        collective_assert(np.array_equal(x.get_local_data(), mine), f"piece of {box}")
         y = distributed_data_object(global_shape=shape, dtype=np.int16, distribution_strategy=lay)
-        assert y.layout is d and y.dtype == np.int16
+        collective_assert(y.layout is d and y.dtype == np.int16)
 
 
 def test_pieces_cover_the_array_once():
@@ -61,7 +62,7 @@ def test_pieces_cover_the_array_once():
             box = d.source(r)
             if box is not None:
                 count[tuple(slice(*b) for b in box)] += 1
-        assert (count == 1).all(), lay
+        collective_assert((count == 1).all(), str(lay))
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float64", "complex128", "bool"])
@@ -75,14 +76,14 @@ def test_elementwise_is_local_on_one_layout(dtype):
             z = x + y
             w = np.multiply(x, 2)
             v = -x if dtype != "bool" else ~x
-        assert t.collectives == 0 and t.bytes_sent == 0
-        assert z.layout is x.layout and w.layout is x.layout
+        collective_assert(t.collectives == 0 and t.bytes_sent == 0)
+        collective_assert(z.layout is x.layout and w.layout is x.layout)
         assert_equal_to_numpy(z, a + b)
         assert_equal_to_numpy(w, np.multiply(a, 2))
         assert_equal_to_numpy(v, -a if dtype != "bool" else ~a)
         x += y
         assert_equal_to_numpy(x, a + b)
-        assert x.layout is y.layout
+        collective_assert(x.layout is y.layout)
 
 
 def test_mixed_layouts_and_numpy_operands():
@@ -98,7 +99,7 @@ def test_mixed_layouts_and_numpy_operands():
             assert_equal_to_numpy(x - y, a - b)
             out = distributed_data_object(np.zeros_like(a), distribution_strategy=lb)
             np.add(x, y, out=out)
-            assert out.layout is y.layout
+            collective_assert(out.layout is y.layout)
             assert_equal_to_numpy(out, a + b)
 
 
@@ -125,9 +126,11 @@ def test_indexing_get_and_set():
             want = a.copy()
             want[k] = -7
             x[k] = -7
-            assert x.layout.__class__ is type(x.layout)
+            collective_assert(x.layout.__class__ is type(x.layout))
             assert_equal_to_numpy(x, want)
-            assert x.layout is distributed_data_object(a, distribution_strategy=lay).layout
+            collective_assert(
+                x.layout is distributed_data_object(a, distribution_strategy=lay).layout
+            )
 
 
 def test_copy_between_layouts_moves_only_what_changes_owner():
@@ -148,7 +151,7 @@ def test_copy_between_layouts_moves_only_what_changes_owner():
             size = int(np.prod([n1 - n0 for n0, n1 in new]))
             expect = (size - int(np.prod(held))) * a.itemsize  # the elements I did not hold
             moved = sum(c[3] for c in t.calls if c[1] == "Alltoallw")  # the data, not agreement
-            assert moved == expect, (la, lb, moved, expect)
+            collective_assert(moved == expect, str((la, lb, moved, expect)))
 
 
 def _mask(box, shape):
@@ -184,10 +187,14 @@ def test_change_along_one_mesh_axis_stays_in_its_group(dtype):
         if src[m] is None:
             sent = 0  # every rank of the group holds what it wants
         calls = [c for c in t.calls if c[1] == "Alltoallw"]
-        assert all(c[4] == mesh[m] for c in calls), (src, dst, calls)
-        assert sum(c[3] for c in calls) == received, (src, dst, calls, received)
-        assert sum(c[2] for c in calls) == sent * a.itemsize, (src, dst, calls, sent)
-        assert len(calls) == (0 if src[m] is None or mesh[m] == 1 else 1), (src, dst, calls)
+        collective_assert(all(c[4] == mesh[m] for c in calls), str((src, dst, calls)))
+        collective_assert(sum(c[3] for c in calls) == received, str((src, dst, calls, received)))
+        collective_assert(
+            sum(c[2] for c in calls) == sent * a.itemsize, str((src, dst, calls, sent))
+        )
+        collective_assert(
+            len(calls) == (0 if src[m] is None or mesh[m] == 1 else 1), str((src, dst, calls))
+        )
 
 
 def test_bad_layouts_raise_everywhere():
@@ -206,15 +213,15 @@ def test_bad_layouts_raise_everywhere():
 
 
 def test_layouts_are_cached_and_named():
-    assert d2o.layout(split=(0, 1)) is d2o.layout(split=[0, 1])
-    assert d2o.layout().mesh == (P,)
+    collective_assert(d2o.layout(split=(0, 1)) is d2o.layout(split=[0, 1]))
+    collective_assert(d2o.layout().mesh == (P,))
     m = d2o.layout(split=(0, 1)).mesh
-    assert len(m) == 2 and m[0] * m[1] == P and m[0] >= m[1]
+    collective_assert(len(m) == 2 and m[0] * m[1] == P and m[0] >= m[1])
     x = distributed_data_object(np.zeros((4, 4)), distribution_strategy=d2o.layout())
-    assert x.distribution_strategy == "equal" and x.axis == 0
+    collective_assert(x.distribution_strategy == "equal" and x.axis == 0)
     y = distributed_data_object(np.zeros((4, 4)), distribution_strategy=d2o.layout(split=()))
-    assert y.distribution_strategy == "not"
-    assert "split=(0, 1)" in repr(d2o.layout(split=(0, 1)))
+    collective_assert(y.distribution_strategy == "not")
+    collective_assert("split=(0, 1)" in repr(d2o.layout(split=(0, 1))))
 
 
 def test_shape_functions_and_fft_fall_back_to_slabs():
@@ -226,7 +233,7 @@ def test_shape_functions_and_fft_fall_back_to_slabs():
         assert_equal_to_numpy(d2o.fft.fftn(x), np.fft.fftn(a), rtol=1e-10, atol=1e-10)
         assert_equal_to_numpy(x.dot(a.real[0]), a.dot(a.real[0]), rtol=1e-12)
         assert_equal_to_numpy(x.conj(), a.conj())
-        assert [row.tolist() for row in x] == [row.tolist() for row in a]
+        collective_assert([row.tolist() for row in x] == [row.tolist() for row in a])
 
 
 def test_layout_differing_on_one_rank_is_refused_everywhere():
@@ -272,7 +279,9 @@ def test_io_round_trip_on_mesh_and_block_cyclic_layouts(shared_dir, fmt):
                 d2o.to_zarr(obj, path)
                 back = d2o.from_zarr(path, distribution_strategy=lay)
         assert_equal_to_numpy(back, a)
-        assert back.distributor is lay.distributor(a.shape), (name, back.distributor)
+        collective_assert(
+            back.distributor is lay.distributor(a.shape), str((name, back.distributor))
+        )
 
 
 @pytest.mark.skipif(P % 2, reason="needs a (2, P // 2) mesh")
@@ -290,13 +299,15 @@ def test_reduction_over_a_split_axis_runs_in_its_mesh_group():
         assert_equal_to_numpy(s, a.sum(axis=axis), rtol=1e-12)
         flag = [c for c in t.calls if c[1] == "Allreduce" and c[2] == 1]  # error agreement
         data = [c for c in t.calls if c not in flag]
-        assert len(flag) == (P > 1) and all(c[4] == P for c in flag), t.calls
+        collective_assert(len(flag) == (P > 1) and all(c[4] == P for c in flag), str(t.calls))
         expect = [] if mesh[m] == 1 else [mesh[m]]
-        assert [c[4] for c in data] == expect, (axis, t.calls)
+        collective_assert([c[4] for c in data] == expect, str((axis, t.calls)))
         part = 8 * s.local_shape[0]  # this rank's partial; received: the group's others'
-        assert all(c[2] == part and c[3] == part * (mesh[m] - 1) for c in data), t.calls
+        collective_assert(
+            all(c[2] == part and c[3] == part * (mesh[m] - 1) for c in data), str(t.calls)
+        )
         want = d2o.layout(mesh, tuple(None if i == m else 0 for i in range(2)))
-        assert s.distributor is want.distributor(s.shape), (axis, s.distributor)
+        collective_assert(s.distributor is want.distributor(s.shape), str((axis, s.distributor)))
 
 
 @pytest.mark.parametrize("op", ["sum", "max", "argmax", "var", "mean"])
@@ -321,17 +332,19 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     x = distributed_data_object(a, distribution_strategy=lay)
     D = distributed_data_object
     with d2o.options(check_args=False):
-        assert not hasattr(D.__dict__["copy"], "__d2o_original__")
-        assert not hasattr(D.__dict__["__add__"], "__d2o_original__")
-        assert hasattr(D.__dict__["__iter__"], "__d2o_original__")
-        assert not hasattr(D.__dict__["_target"], "__d2o_original__")  # private: never wrapped
+        collective_assert(not hasattr(D.__dict__["copy"], "__d2o_original__"))
+        collective_assert(not hasattr(D.__dict__["__add__"], "__d2o_original__"))
+        collective_assert(hasattr(D.__dict__["__iter__"], "__d2o_original__"))
+        collective_assert(
+            not hasattr(D.__dict__["_target"], "__d2o_original__")
+        )  # private: never wrapped
         with d2o.trace() as t:  # a trace wraps everything while it lasts
-            assert hasattr(D.__dict__["copy"], "__d2o_original__")
+            collective_assert(hasattr(D.__dict__["copy"], "__d2o_original__"))
             y = x.copy(distribution_strategy="equal")
-        assert not hasattr(D.__dict__["copy"], "__d2o_original__")
-    np.testing.assert_array_equal(y.get_full_data(), a)
+        collective_assert(not hasattr(D.__dict__["copy"], "__d2o_original__"))
+    assert_equal_to_numpy(y, a)
     moves = [c for c in t.calls if c[1] == "Alltoallw"]
-    assert len(moves) == (1 if comm.size > 1 else 0)
+    collective_assert(len(moves) == (1 if comm.size > 1 else 0))
 
 
 def test_feature_modules_ask_layout_questions_instead_of_reading_slab_fields():

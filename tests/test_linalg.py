@@ -7,6 +7,7 @@ import pytest
 from _helpers import Checks, layouts, make, sample
 
 from d2o import distributed_data_object
+from d2o.testing import assert_raises_everywhere
 
 CASES = [((5, 4), (4, 3)), ((5, 4), (4,)), ((4,), (4, 3)), ((4,), (4,)), ((3, 0), (0, 2)),
          ((1, 6), (6, 1)), ((6, 2), (2, 7))]  # fmt: skip
@@ -48,12 +49,9 @@ def test_matmul_dtypes(dtype):
 
 def test_matmul_errors_and_unsupported_gufuncs():
     x = distributed_data_object(np.ones((3, 4)))
-    with pytest.raises(ValueError):
-        x @ distributed_data_object(np.ones((3, 4)))
-    with pytest.raises(ValueError):
-        np.matmul(x, 2.0)
-    with pytest.raises(TypeError):
-        distributed_data_object(np.ones((2, 3, 4))) @ np.ones((4, 2))
+    assert_raises_everywhere(ValueError, x.__matmul__, distributed_data_object(np.ones((3, 4))))
+    assert_raises_everywhere(ValueError, np.matmul, x, 2.0)
+    y = distributed_data_object(np.ones((2, 3, 4)))
+    assert_raises_everywhere(TypeError, lambda: y @ np.ones((4, 2)))
     if hasattr(np, "vecdot"):  # a generalized ufunc: never applied piece-wise
-        with pytest.raises(TypeError):
-            np.vecdot(x, x)
+        assert_raises_everywhere(TypeError, np.vecdot, x, x)

@@ -9,7 +9,7 @@ import pytest
 from _helpers import DTYPES, Checks, layouts, make, sample
 
 from d2o import distributed_data_object
-from d2o.testing import collective_assert
+from d2o.testing import assert_raises_everywhere, collective_assert
 
 SHAPES = [(0,), (1,), (6,), (5, 3), (0, 3), (2, 3, 4)]
 REDUCTIONS = ["sum", "prod", "max", "min", "amax", "amin", "all", "any", "mean", "var", "std",
@@ -201,12 +201,10 @@ def test_bincount(n):
         wd = distributed_data_object(w, distribution_strategy="fftw")
         check.equal(obj.bincount(weights=wd), np.bincount(x, weights=w), rtol=1e-12, what="wd")
     check.done()
-    with pytest.raises(ValueError):
-        distributed_data_object(np.array([1, -1, 2])).bincount()
-    with pytest.raises(TypeError):
-        distributed_data_object(np.array([1.0, 2.0])).bincount()
-    with pytest.raises(ValueError):
-        distributed_data_object(np.zeros((2, 2), int)).bincount()
+    D = distributed_data_object
+    assert_raises_everywhere(ValueError, D(np.array([1, -1, 2])).bincount)
+    assert_raises_everywhere(TypeError, D(np.array([1.0, 2.0])).bincount)
+    assert_raises_everywhere(ValueError, D(np.zeros((2, 2), int)).bincount)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int64", "float64", "complex128"])
@@ -246,16 +244,11 @@ def test_vdot(dtype):
 
 def test_reduction_errors_match_numpy():
     obj = distributed_data_object(np.zeros((0, 3)))
-    with pytest.raises(ValueError):
-        obj.max()
-    with pytest.raises(ValueError):
-        obj.argmin(axis=0)
-    with pytest.raises(np.exceptions.AxisError):
-        obj.sum(axis=2)
-    with pytest.raises(ValueError):
-        obj.sum(axis=(0, 0))
+    assert_raises_everywhere(ValueError, obj.max)
+    assert_raises_everywhere(ValueError, obj.argmin, axis=0)
+    assert_raises_everywhere(np.exceptions.AxisError, obj.sum, axis=2)
+    assert_raises_everywhere(ValueError, obj.sum, axis=(0, 0))
     obj = distributed_data_object(np.ones((4, 3)))
-    with pytest.raises(TypeError):
-        obj.max(dtype=np.float32)
+    assert_raises_everywhere(TypeError, obj.max, dtype=np.float32)
     res = obj.max(axis=0, initial=5.0).get_full_data()
     collective_assert(np.array_equal(res, np.full(3, 5.0)))

@@ -853,8 +853,8 @@ def test_argument_bad_on_one_rank_raises_everywhere():
     ]
     if default_comm().size > 1:
         for call in calls:
-            with d2o.options(check_args=True), pytest.raises(ValueError):
-                call()
+            with d2o.options(check_args=True):
+                assert_raises_everywhere(ValueError, call)
     collective_assert(np.array_equal(x.get_local_data(), before), "the input changed")
     again = dnp.sort(x).get_full_data()
     collective_assert(np.array_equal(again, np.sort(data)), "the next call")

@@ -32,7 +32,7 @@ def plain_operators():
         _funnel._uninstall()
         _funnel.activate()  # the mesh-only wrappers, if meshes are in use
         try:
-            assert not hasattr(distributed_data_object.__add__, "__d2o_original__")
+            collective_assert(not hasattr(distributed_data_object.__add__, "__d2o_original__"))
             yield
         finally:
             _funnel.held_in_use[0] = held
@@ -84,9 +84,9 @@ def test_results_of_another_dtype_or_shape_are_new(strategy):
     col = make(B[:, :1].copy(), strategy)
     assert_equal_to_numpy((col + 1) + b, (B[:, :1] + 1) + B)  # broadcast to a larger shape
     x = make(np.arange(N, dtype=np.float32), strategy)
-    assert (x + 1).dtype == np.float32
-    assert ((x + 1) * 2.0).dtype == np.float32  # numpy 2's weak Python scalars
-    assert ((x + 1) * np.float64(2.0)).dtype == np.float64
+    collective_assert((x + 1).dtype == np.float32)
+    collective_assert(((x + 1) * 2.0).dtype == np.float32)  # numpy 2's weak Python scalars
+    collective_assert(((x + 1) * np.float64(2.0)).dtype == np.float64)
 
 
 def test_a_replicated_temporary_meets_a_distributed_operand(plain_operators):
@@ -95,5 +95,5 @@ def test_a_replicated_temporary_meets_a_distributed_operand(plain_operators):
     r = make(A, "not")
     x = make(A, "equal")
     y = (r + 1) + x  # (not traced: a trace's wrappers switch the reuse off)
-    assert y.distribution_strategy == "equal"
+    collective_assert(y.distribution_strategy == "equal", y.distribution_strategy)
     assert_equal_to_numpy(y, 2 * A + 1)

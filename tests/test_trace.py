@@ -11,7 +11,7 @@ from _helpers import Checks, layouts, make, sample
 
 import d2o
 from d2o import _trace as tr
-from d2o import distributed_data_object
+from d2o import default_comm, distributed_data_object
 from d2o._distributors import run_length
 from d2o._layout import is_mesh
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
@@ -243,14 +243,16 @@ def test_gather_records_in_trace(comm):
     collective_assert(t.records[0].gathers == (1 if comm.size > 1 else 0), t.records)
 
 
+def _enter_options(kw: dict) -> None:
+    with d2o.options(**kw):
+        pass
+
+
 def test_option_validation():
     for bad, exc in (({"bogus": "allow"}, ValueError), ({"gather": "nope"}, ValueError),
                      ({"gather": 1}, TypeError)):  # fmt: skip
-        with pytest.raises(exc):
-            d2o.set_options(**bad)
-        with pytest.raises(exc):
-            with d2o.options(**bad):
-                pass
+        assert_raises_everywhere(exc, d2o.set_options, **bad)
+        assert_raises_everywhere(exc, _enter_options, bad)
     collective_assert(d2o.get_option("gather") == "allow")
     with d2o.options(gather="warn"):
         collective_assert(d2o.get_option("gather") == "warn")
@@ -260,8 +262,7 @@ def test_option_validation():
         collective_assert(d2o.get_option("gather") == "raise")
     finally:
         d2o.set_options(gather="allow")
-    with pytest.raises(ValueError):
-        d2o.get_option("bogus")
+    assert_raises_everywhere(ValueError, d2o.get_option, "bogus")
 
 
 # -- show -----------------------------------------------------------------------------
@@ -289,3 +290,134 @@ def test_show_labels_every_holder_and_moves_nothing(comm, shape):
             collective_assert(repr(d.layout) in text, text)
         else:
             collective_assert(f"split along axis {d.axis}" in text, text)
+
+
+# -- every counter of asymmetric operations, per rank, from the layouts (issue 28) -------
+
+
+def _rows(lengths: list) -> list:
+    """Per rank, the set of rows a slab layout of these piece lengths gives it."""
+    o = np.cumsum([0] + list(lengths))
+    return [set(range(int(o[r]), int(o[r + 1]))) for r in range(len(lengths))]
+
+
+def _fftw(n: int, p: int) -> list[int]:
+    block = -(-n // p)
+    return [max(0, min(block, n - r * block)) for r in range(p)]
+
+
+def _one_empty(n: int, p: int) -> list[int]:
+    """Uneven 'freeform' lengths: rank 0 holds nothing (when there are several ranks)."""
+    return [n] if p == 1 else [0] + _even(n, p - 1)
+
+
+def _freeform(a: np.ndarray, lengths: list):
+    me = default_comm().rank
+    lo = sum(lengths[:me])
+    piece = a[lo : lo + lengths[me]]
+    return distributed_data_object(local_data=piece, distribution_strategy="freeform")
+
+
+def _expect_exchange(have: list, want: list, row: int) -> dict:
+    """Every counter of a slab-to-slab copy on this rank: the one-byte agreement of the
+    arguments, then (when any piece changes) one Alltoallw whose receive buffer is the
+    new piece."""
+    P, me = len(have), default_comm().rank
+    if P == 1:
+        return dict(collectives=0, bytes_sent=0, bytes_received=0, max_group=0,
+                    temp_bytes=0, gathers=0, fallback=None, calls=[])  # fmt: skip
+    h, w = _rows(have), _rows(want)
+    moves = have != want
+    sent = sum(len(h[me] & w[q]) for q in range(P) if q != me) * row
+    got = sum(len(w[me] & h[q]) for q in range(P) if q != me) * row
+    return dict(collectives=1 + moves, bytes_sent=1 + sent, bytes_received=1 + got,
+                max_group=P, temp_bytes=len(w[me]) * row if moves else 0, gathers=0,
+                fallback=None,
+                calls=[("copy", "Allreduce", 1, 1, P)]
+                + [("copy", "Alltoallw", sent, got, P)] * moves)  # fmt: skip
+
+
+def _counters(rec) -> dict:
+    return {k: getattr(rec, k) for k in ("collectives", "bytes_sent", "bytes_received",
+                                         "max_group", "temp_bytes", "gathers", "fallback")}  # fmt: skip
+
+
+def test_every_counter_of_an_uneven_slab_redistribution(comm):
+    """'equal' -> 'fftw' (pieces differ at 3 and 4 ranks) and an uneven 'freeform' (rank 0
+    empty) -> 'equal': what each rank sends differs from what it receives; every counter
+    of the record, per rank, equals the model computed from the two layouts."""
+    P = comm.size
+    check = Checks()
+    for n, m, dtype in [(10, 3, "float64"), (7, 2, "complex128"), (5, 1, "int32")]:
+        a = sample((n, m), dtype)
+        row = m * np.dtype(dtype).itemsize
+        cases = [
+            ("equal -> fftw", distributed_data_object(a), "fftw", _even(n, P), _fftw(n, P)),
+            ("freeform -> equal", _freeform(a, _one_empty(n, P)), "equal", _one_empty(n, P),
+             _even(n, P)),
+        ]  # fmt: skip
+        for name, x, target, have, want in cases:
+            with d2o.trace() as t:
+                y = x.copy(distribution_strategy=target)
+            check.equal(y, a, what=name)
+            one = len(t.records) == 1 and t.records[0].op == "copy"
+            check.true(one, f"{name}: {t.records}")
+            rec = t.records[0] if one else tr.Record("missing")
+            got = dict(_counters(rec), calls=t.calls)  # and each call's counts
+            expected = _expect_exchange(have, want, row)
+            check.true(got == expected, f"{name} {(n, m, dtype)}: {got} != {expected}")
+    check.done()
+
+
+@pytest.mark.parametrize("lengths", [_even, _one_empty])
+def test_every_counter_of_a_shifted_sum(comm, lengths):
+    """``u[1:] + u[:-1]``: the views move nothing; the sum (in the layout of ``u[1:]``)
+    takes the row before each rank's first from its owner, point to point: ranks send
+    their last row and receive one, except at the ends (and a rank holding nothing does
+    neither).  Every counter per rank against the model from the slab layout."""
+    P, me = comm.size, comm.rank
+    n, m = 9, 2
+    a = sample((n, m), "float64")
+    row = m * 8
+    pieces = lengths(n, P)
+    u = _freeform(a, pieces)
+    with d2o.trace() as t:
+        lo, hi = u[1:], u[:-1]
+        s = lo + hi
+    check = Checks()
+    check.equal(s, a[1:] + a[:-1])
+    three = [r.op for r in t.records] == ["__getitem__", "__getitem__", "__add__"]
+    check.true(three, t.records)
+    records = t.records if three else [tr.Record("missing")] * 3
+    for rec in records[:2]:
+        check.true(_counters(rec) == _counters(tr.Record("view")), f"a view moved: {rec}")
+    # view row i of u[1:] is base row i + 1 (rank r holds the view rows of its base rows);
+    # the result is in that layout, so rank r needs base rows (view rows) of u[:-1] = the
+    # base rows just before its own
+    base = _rows(pieces)
+    need = [{i - 1 for i in base[r] if i >= 1} for r in range(P)]  # u[:-1] rows for u[1:]'s
+    have = [{i for i in base[r] if i <= n - 2} for r in range(P)]  # u[:-1]'s own rows
+    sends = [sum(len(have[r] & need[q]) for q in range(P) if q != r) * row for r in range(P)]
+    sent = sends[me]
+    got = sum(len(need[me] & have[q]) for q in range(P) if q != me) * row
+    talks = bool(sent or got)
+    # nothing to move anywhere (one process; all rows on one rank): no call at all; else
+    # a one-byte agreement first, then point to point between the ranks that talk
+    expected = (
+        dict(collectives=0, bytes_sent=0, bytes_received=0, max_group=0, gathers=0,
+             fallback=None)
+        if not any(sends)
+        else dict(collectives=1 + talks, bytes_sent=1 + sent, bytes_received=1 + got,
+                  max_group=P, gathers=0, fallback=None)
+    )  # fmt: skip
+    counters = dict(_counters(records[2]), calls=t.calls)  # and each call's counts
+    temp = counters.pop("temp_bytes")
+    expected["calls"] = (
+        []
+        if not any(sends)
+        else [("__add__", "Allreduce", 1, 1, P)] + [("__add__", "Sendrecv", sent, got, 2)] * talks
+    )
+    check.true(counters == expected, f"{counters} != {expected} (pieces {pieces})")
+    check.true(temp <= got, f"temporary of {temp} bytes for {got} received")  # never whole
+    check.true(sent in (0, row) and got in (0, row), (sent, got))  # the model: one row each
+    check.done()
