@@ -141,3 +141,15 @@ def test_local_get_with_different_bad_keys():
     obj = distributed_data_object(np.arange(7.0))
     key = slice(0, 3, 0) if comm.rank == 0 else (0, 0, 0)
     _raises_everywhere(ValueError, lambda: obj.get_data(key, local_keys=True))
+
+
+def test_every_rank_raises_the_lowest_failing_ranks_exception():
+    # every rank fails, each with its own message: all must raise rank 0's
+    x = distributed_data_object(np.arange(12.0))
+    try:
+        x.get_data([0, 90 + comm.rank])
+        got = None
+    except Exception as exc:
+        got = exc
+    ok = isinstance(got, IndexError) and "index 90 " in str(got)
+    collective_assert(ok, f"rank {comm.rank}: {type(got).__name__}: {got}")
