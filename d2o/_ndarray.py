@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _funnel
 from ._align import align as _aligned
 from ._d2o import _as_shape, _table
 from ._d2o import distributed_data_object as D2O
@@ -244,6 +245,11 @@ class flatiter:  # noqa: N801 - numpy's name
     __array_priority__ = 20.0
 
     def __init__(self, base: D2O) -> None:
+        if _funnel.controlled[0]:
+            raise NotImplementedError(
+                "x.flat is not available in controller mode (python -m d2o.run); "
+                "use x.ravel() instead"
+            )
         self.base = base
 
     def __len__(self) -> int:

@@ -10,9 +10,9 @@ the boundary values ``u = x^2 - y^2`` on its edges and 0 inside at the start::
 
 (perfpy weights the two directions by dy^2 and dx^2; on a square grid that is the
 factor 0.25 above).  The right-hand side is evaluated before the assignment, so this is
-a Jacobi, not a Gauss-Seidel, sweep.  perfpy flattens with ``.flat``, as here (d2o's
-flat iterator; ``dot`` takes it as the ravelled array).  ``iterations`` sweeps are made
-(GAiN's table counts 100), or fewer once ``err`` falls to ``eps``.
+a Jacobi, not a Gauss-Seidel, sweep.  perfpy flattens with ``.flat``, which d2o's arrays
+lack; ``.ravel()`` is numpy's equivalent here.  ``iterations`` sweeps are made (GAiN's
+table counts 100), or fewer once ``err`` falls to ``eps``.
 
 The problem is deterministic: numpy and d2o.numpy compute the same grid (``seed`` is
 only there for the programs' common signature).
@@ -63,7 +63,7 @@ def time_step(np, u):
     """One Jacobi sweep in place; returns the 2-norm of the change."""
     u_old = u.copy()
     u[1:-1, 1:-1] = (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) * 0.25
-    v = (u - u_old).flat
+    v = (u - u_old).ravel()
     return np.sqrt(np.dot(v, v))
 
 
