@@ -147,3 +147,15 @@ def test_single_precision_is_kept(n):
         want = getattr(np.fft, fn.__name__)(a)
         collective_assert(got.dtype == want.dtype == np.complex64, f"{got.dtype}, {want.dtype}")
         assert_equal_to_numpy(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (1, 1, 9)])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_fft_along_the_split_axis_of_a_3d_array(shape, axis):
+    # (1, 1, 9) split along its last axis has no other axis to move the split to: the
+    # transform runs along the split axis, moved to the front and back by (2, 0, 1), which
+    # is not its own inverse
+    a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) ** 1.5
+    x = D2O(a, distribution_strategy="equal", axis=axis)
+    assert_equal_to_numpy(dfft.fft(x, axis=axis), np.fft.fft(a, axis=axis), rtol=1e-10)
+    assert_equal_to_numpy(dfft.ifft(x, axis=axis), np.fft.ifft(a, axis=axis), rtol=1e-10)

@@ -424,3 +424,19 @@ def test_fast_paths():
         assert_raises_everywhere(IndexError, obj.__setitem__, -11, 1)
         assert_raises_everywhere(TypeError, obj.__setitem__, 0, 1j)
         assert_equal_to_numpy(obj, a)
+
+
+def test_successive_fancy_results_are_independent():
+    # large row fetches (4096 elements or more, owners unsorted) reuse scratch buffers
+    # internally; their results must not share them
+    a = np.arange(6000.0)
+    rng = np.random.default_rng(3)
+    # random keys, and rotations (each rank's share of the result comes from its sources
+    # in order, though the owners of the whole key are not sorted)
+    keys = [rng.permutation(6000)[:5000] for _ in range(2)]
+    keys += [np.roll(np.arange(6000), s)[:5000] for s in (3000, 1700)]
+    for strategy in ("equal", "fftw", "not"):
+        x = distributed_data_object(a, distribution_strategy=strategy)
+        results = [x[k] if i % 2 else x.get_data(k) for i, k in enumerate(keys)]
+        for got, k in zip(results, keys):
+            assert_equal_to_numpy(got, a[k])
