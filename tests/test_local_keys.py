@@ -111,3 +111,19 @@ def test_bad_local_key_on_one_rank(comm):
         key = 1 if comm.rank == last else slice(0, 2)
         assert_raises_everywhere(ValueError, obj.get_data, key, local_keys=True)
     assert_equal_to_numpy(obj, A)  # nothing was written
+
+
+@pytest.mark.parametrize("strategy", ["not", "equal"])
+def test_local_keys_of_uneven_counts(comm, strategy):
+    # rank r writes r + 1 elements (its own keys and values); on a replicated array every
+    # rank applies every rank's writes, in rank order
+    n = sum(r + 2 for r in range(comm.size))
+    x = distributed_data_object(np.zeros(n), distribution_strategy=strategy)
+    start = sum(r + 2 for r in range(comm.rank))
+    keys = np.arange(start, start + comm.rank + 1)
+    x.set_data(keys + 100.0, keys, local_keys=True)
+    want = np.zeros(n)
+    for r in range(comm.size):
+        s = sum(q + 2 for q in range(r))
+        want[s : s + r + 1] = np.arange(s, s + r + 1) + 100.0
+    assert_equal_to_numpy(x, want)
