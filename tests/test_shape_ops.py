@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import d2o
+import d2o.numpy as dnp
 from d2o import distributed_data_object as D2O
 from d2o._comm import default_comm
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
@@ -129,3 +130,19 @@ def test_enumerate_and_local_offset():
     collective_assert(list(x.enumerate(1)) == [(0, 0), (1, 1)])
     total = COMM.allreduce(len(pairs))
     collective_assert(total == 10, f"{total} rows enumerated")
+
+
+def test_concatenate_of_pieces_cut_differently():
+    # along an axis that is not split, but the split axis is cut differently in each
+    # operand ('equal', uneven 'freeform' and 'fftw'): the pieces cannot be joined locally
+    comm = default_comm()
+    a = np.arange(7 * 3.0).reshape(7, 3)
+    b = np.arange(7 * 2.0).reshape(7, 2) + 100
+    lengths = [7 - comm.size + 1] + [1] * (comm.size - 1)  # rank 0 holds most rows
+    start = sum(lengths[: comm.rank])
+    xb = D2O(local_data=b[start : start + lengths[comm.rank]], distribution_strategy="freeform")
+    for other in (xb, D2O(b, distribution_strategy="fftw")):
+        got = dnp.concatenate([D2O(a), other], axis=1)
+        assert_equal_to_numpy(got, np.concatenate([a, b], axis=1))
+        got = dnp.concatenate([other, D2O(a)], axis=1)
+        assert_equal_to_numpy(got, np.concatenate([b, a], axis=1))
