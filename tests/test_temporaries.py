@@ -97,3 +97,15 @@ def test_a_replicated_temporary_meets_a_distributed_operand(plain_operators):
     y = (r + 1) + x  # (not traced: a trace's wrappers switch the reuse off)
     collective_assert(y.distribution_strategy == "equal", y.distribution_strategy)
     assert_equal_to_numpy(y, 2 * A + 1)
+
+
+@pytest.mark.parametrize("strategy", ["not", "equal"])
+def test_temporary_views_of_a_named_array_are_never_written(strategy, plain_operators):
+    # a view made in the expression is a temporary, but its piece is the named array's
+    A = np.arange(N, dtype=np.float64)
+    a = make(A, strategy)
+    assert_equal_to_numpy(a[:] + 1, A + 1)
+    assert_equal_to_numpy(a.reshape(2, -1) * 2, A.reshape(2, -1) * 2)
+    assert_equal_to_numpy(a.real - 3, A - 3)
+    assert_equal_to_numpy(a[::-1] + 0.5, A[::-1] + 0.5)
+    assert_equal_to_numpy(a, A)
