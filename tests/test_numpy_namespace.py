@@ -188,6 +188,8 @@ CASES: dict[str, list] = {
         ((A(M),), {"axis": 0}),
         ((A(M),), {"n": 2, "axis": 1}),
         ((A(V),), {"n": 2, "prepend": 0.0}),
+        ((A(V),), {}),  # odd orders show the operands' order
+        ((A(V),), {"n": 3, "append": [1.0, 2.0]}),
     ],
     "unwrap": [((A(M),), {"axis": 0})],
     "nancumsum": [((A(MN),), {"axis": 1})],
