@@ -263,9 +263,20 @@ def _stalled(info: dict, seconds: float, timeout: float) -> None:
     _abort()
 
 
+def _waiting() -> tuple | None:
+    """(communicator id, its call count) while the main thread waits in an MPI call of
+    `Comm`, else None.  Returns numbers only: the frame (and through it the user's
+    arrays) is not kept alive between two looks."""
+    frame = _main_frame()
+    if frame is None or frame.f_code not in wait_points:
+        return None
+    comm = frame.f_locals.get("self")  # (a Comm method's locals: its buffers, briefly)
+    return (id(comm), getattr(comm, "calls", None))
+
+
 def _run() -> None:
     """The thread: answer questions; watch the main thread's MPI calls."""
-    seen: tuple = (None, None)
+    seen: tuple | None = None
     since = 0.0
     multiple = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
     while not _STATE.stop.wait(_TICK):
@@ -274,18 +285,13 @@ def _run() -> None:
         if multiple:
             _serve()
         timeout = _config._OPTIONS["hang_timeout"]
-        frame = _main_frame()
-        if timeout is None or frame is None or frame.f_code not in wait_points:
-            seen = (None, None)
-            continue
-        comm = frame.f_locals.get("self")
-        key = (id(comm), getattr(comm, "calls", None))
+        key = None if timeout is None else _waiting()
         now = time.monotonic()
-        if key != seen:
+        if key is None or key != seen:
             seen, since = key, now
         elif now - since >= timeout and not _STATE.reported:
             _STATE.reported = True
-            _stalled(describe(frame), now - since, timeout)
+            _stalled(describe(_main_frame()), now - since, timeout)
 
 
 def _at_exit() -> None:

@@ -9,6 +9,7 @@ stage only (``D2O_MPI=0``) and skip under the MPI runner; the option checks run 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -17,13 +18,15 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import d2o
 from d2o import _watchdog
-from d2o.testing import assert_raises_everywhere
+from d2o.testing import assert_raises_everywhere, collective_assert
 
 ROOT = Path(d2o.__file__).resolve().parent.parent
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent))
@@ -198,3 +201,17 @@ def test_describe_names_the_operation_and_the_call_site():
     info = _watchdog.describe(here)
     assert info["mpi"] is None and info["op"] is None
     assert info["site"] == f"{__file__}:{here.f_lineno - 2}"
+
+
+def test_the_watchdog_keeps_no_array_alive():
+    # the watchdog looks at the main thread's frames four times a second; a frame it kept
+    # between two looks would keep the finished calls' frames, and their arrays, alive
+    x = d2o.distributed_data_object(np.arange(100.0))
+    ref = weakref.ref(x)
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # collectives long enough for the watchdog to look in
+        x.sum()
+    del x
+    gc.collect()
+    alive = ref() is not None
+    collective_assert(not alive, "an array outlived its last reference")
