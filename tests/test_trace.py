@@ -12,6 +12,7 @@ from _helpers import Checks, layouts, make, sample
 import d2o
 from d2o import _trace as tr
 from d2o import default_comm, distributed_data_object
+from d2o._comm import MPI
 from d2o._distributors import run_length
 from d2o._layout import is_mesh
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
@@ -421,3 +422,22 @@ def test_every_counter_of_a_shifted_sum(comm, lengths):
     check.true(temp <= got, f"temporary of {temp} bytes for {got} received")  # never whole
     check.true(sent in (0, row) and got in (0, row), (sent, got))  # the model: one row each
     check.done()
+
+
+def test_alltoallv_counts_what_each_rank_sends_and_receives(comm):
+    """Rank r sends r + 1 elements to every rank: it receives s + 1 from each rank s, so
+    what a rank sends and what it receives differ at every rank count above one."""
+    P, me = comm.size, comm.rank
+    if P == 1:
+        pytest.skip("needs two ranks")
+    sc = [me + 1] * P
+    rc = [s + 1 for s in range(P)]
+    send = np.full(sum(sc), float(me))
+    recv = np.empty(sum(rc))
+    with d2o.trace() as t:
+        comm.Alltoallv(send, sc, recv, rc, MPI.DOUBLE)
+    want = np.repeat(np.arange(P, dtype=float), rc)
+    calls = [c for c in t.calls if c[1] == "Alltoallv"]
+    expected = [((P - 1) * (me + 1) * 8, (sum(rc) - rc[me]) * 8, P)]
+    collective_assert(np.array_equal(recv, want), f"rank {me}: {recv}")
+    collective_assert([c[2:] for c in calls] == expected, f"rank {me}: {calls} != {expected}")
