@@ -8,21 +8,24 @@ mode, which has its own handling), importing d2o installs two guards:
   calls ``MPI_Abort``, so the job ends within seconds instead of leaving the
   other ranks waiting in their next collective.  Off with the option
   ``abort_on_error=False`` or ``D2O_ABORT_ON_ERROR=0``.
-* **A watchdog thread** that wakes every quarter second.  Every MPI call of
-  `d2o._comm.Comm` counts itself on its communicator (``Comm.calls``, one
-  integer increment: the whole per-call cost).  When the main thread has sat
-  in the same MPI call for ``hang_timeout`` seconds (the innermost frame is a
-  `Comm` method and its count has not moved), the rank prints one line (its
-  rank, the public d2o operation, the call site in the user's script and the
-  MPI call), asks every other rank where it is (point-to-point messages on
-  ``COMM_WORLD`` with d2o's reserved tags, answered by their watchdog threads,
-  which print their own line), names the ranks that never arrived, and
-  aborts the job.  A rank that finished its script keeps answering until
-  every rank has finished (a non-blocking barrier at exit).
+* **A watchdog thread** that wakes every quarter second and makes no MPI call
+  until this rank is stalled.  Every MPI call of `d2o._comm.Comm` counts
+  itself on its communicator (``Comm.calls``, one integer increment: the whole
+  per-call cost).  When the main thread has sat in the same MPI call for
+  ``hang_timeout`` seconds (the innermost frame is a `Comm` method and its
+  count has not moved), the rank prints one line (its rank, the public d2o
+  operation, the call site in the user's script and the MPI call), asks every
+  other rank where it is (point-to-point messages on ``COMM_WORLD`` with d2o's
+  reserved tags), names the ranks that never arrived, and aborts the job.
+  Ranks answer (and print their own line) when they are stalled too (their
+  watchdog asks and answers) or have finished their script (the main thread
+  answers while it waits for the others at exit, in a non-blocking barrier);
+  a rank computing outside MPI gives no answer.  (A thread polling MPI all the
+  time, next to the main thread's collectives, deadlocked MPICH here after
+  zarr's I/O tests: so nothing polls.)
 
-The thread needs ``MPI_THREAD_MULTIPLE`` (mpi4py's default) to ask and
-answer; with a lower thread level a stalled rank still prints its own line
-and aborts.
+The questions need ``MPI_THREAD_MULTIPLE`` (mpi4py's default); with a lower
+thread level a stalled rank still prints its own line and aborts.
 """
 
 from __future__ import annotations
@@ -278,12 +281,9 @@ def _run() -> None:
     """The thread: answer questions; watch the main thread's MPI calls."""
     seen: tuple | None = None
     since = 0.0
-    multiple = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
     while not _STATE.stop.wait(_TICK):
         if MPI.Is_finalized():
             return
-        if multiple:
-            _serve()
         timeout = _config._OPTIONS["hang_timeout"]
         key = None if timeout is None else _waiting()
         now = time.monotonic()
@@ -305,6 +305,7 @@ def _at_exit() -> None:
     if MPI.Query_thread() >= MPI.THREAD_MULTIPLE and default_comm().calls:
         request = _world().Ibarrier()
         while not request.Test():
+            _serve()  # (the main thread answers: it has nothing else to do)
             time.sleep(0.01)
     _STATE.stop.set()
     thread.join()
