@@ -20,9 +20,9 @@ mode, which has its own handling), importing d2o installs two guards:
   Ranks answer (and print their own line) when they are stalled too (their
   watchdog asks and answers) or have finished their script (the main thread
   answers while it waits for the others at exit, in a non-blocking barrier);
-  a rank computing outside MPI gives no answer.  (A thread polling MPI all the
-  time, next to the main thread's collectives, deadlocked MPICH here after
-  zarr's I/O tests: so nothing polls.)
+  a rank computing outside MPI gives no answer.  (So the thread makes no MPI
+  call while nothing is wrong: no second thread in MPI beside the main
+  thread's collectives, whatever the MPI library's thread support is worth.)
 
 The questions need ``MPI_THREAD_MULTIPLE`` (mpi4py's default); with a lower
 thread level a stalled rank still prints its own line and aborts.

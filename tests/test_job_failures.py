@@ -208,9 +208,13 @@ def test_the_watchdog_keeps_no_array_alive():
     # between two looks would keep the finished calls' frames, and their arrays, alive
     x = d2o.distributed_data_object(np.arange(100.0))
     ref = weakref.ref(x)
+    comm = d2o.default_comm()
     end = time.monotonic() + 0.6
-    while time.monotonic() < end:  # collectives long enough for the watchdog to look in
-        x.sum()
+    done = False
+    while not done:  # collectives long enough for the watchdog to look in
+        for _ in range(50):
+            x.sum()
+        done = comm.any_flag(time.monotonic() >= end)  # (every rank stops together)
     del x
     gc.collect()
     alive = ref() is not None
