@@ -38,7 +38,7 @@ from ._comm import as_comm, default_comm, pending_check
 from ._errors import DIGEST, agree, new_record
 from ._librarian import d2o_librarian
 
-__all__ = ["register", "register_functions", "activate", "deactivate", "check_arguments"]
+__all__ = ["register", "register_functions", "activate", "deactivate", "start_check"]
 
 # (owner, attribute, record name, namer) for every public operation; owner is a class or
 # a module name (resolved when activating, so registering never imports anything).
@@ -474,13 +474,6 @@ def start_check(fn: Callable, name: str, args: tuple, kwargs: dict) -> Check | N
         pending_check[0].flush()
     pending_check[0] = check
     return check
-
-
-def check_arguments(fn: Callable, name: str, args: tuple, kwargs: dict) -> None:
-    """Collective: ValueError on every rank unless the global arguments agree across ranks."""
-    check = start_check(fn, name, args, kwargs)
-    if check is not None:
-        check.flush()
 
 
 _MASK = (1 << 62) - 1
