@@ -49,10 +49,11 @@ $(DOCS_STAMP): $(BIN)/python pyproject.toml
 
 # Directories that may not exist yet are skipped so lint works on a partial tree.
 lint: venv
-	@echo "==> lint: ruff check + ruff format --check + mypy"
+	@echo "==> lint: ruff check + ruff format --check + mypy + lint-imports (the layers)"
 	$(BIN)/ruff check $(wildcard $(LINT_PATHS))
 	$(BIN)/ruff format --check $(wildcard $(LINT_PATHS))
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: venv
 	$(BIN)/ruff format $(wildcard $(LINT_PATHS))

@@ -32,7 +32,7 @@ def timed(fn: Callable, comm, repeat: int) -> float:
 def run_or_launch(script: str, measure: Callable, counts=(1, 2)) -> None:
     """Measure when under mpiexec (or with ``--child``); otherwise relaunch ``script`` under
     ``mpiexec -n N`` for each N in ``counts``."""
-    from d2o._comm import default_comm
+    from d2o.core.comm import default_comm
 
     if "--child" in sys.argv or default_comm().size > 1:
         measure()

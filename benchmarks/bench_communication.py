@@ -34,7 +34,7 @@ from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on 
 
 import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
-from d2o._comm import default_comm  # noqa: E402
+from d2o.core.comm import default_comm  # noqa: E402
 
 ROWS_PER_RANK = 256
 COLS = 512

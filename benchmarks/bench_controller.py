@@ -1,6 +1,6 @@
 """Controller mode against SPMD: the seed programs and the cost of one command (not a test).
 
-Controller mode (`d2o._controller`, started by ``mpiexec -n P python -m d2o.run
+Controller mode (`d2o.runtime.controller`, started by ``mpiexec -n P python -m d2o.run
 script.py``) runs the script on rank 0 alone and sends every d2o operation to the other
 ranks as a command; SPMD (``mpiexec -n P python script.py``) runs the script on every
 rank.  This benchmark runs the same measuring code both ways, on 2 processes:
@@ -67,7 +67,7 @@ from bench_programs import PROGRAMS  # noqa: E402, I001
 
 import d2o  # noqa: E402
 import d2o.numpy as dnp  # noqa: E402
-from d2o import _controller  # noqa: E402
+from d2o.runtime import controller as _controller  # noqa: E402
 
 NPROCS = 2
 REPEAT = 3
@@ -110,7 +110,7 @@ class _Clock:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         if mode == "spmd":
-            from d2o._comm import default_comm  # the internal Comm: barrier, allreduce
+            from d2o.core.comm import default_comm  # the internal Comm: barrier, allreduce
 
             self.comm = default_comm()
         else:
@@ -297,7 +297,7 @@ def main() -> None:
             "mpiexec -n P python -m d2o.run bench_controller.py --mode controller"
         )
     if mode == "spmd":
-        from d2o._comm import default_comm
+        from d2o.core.comm import default_comm
 
         comm = default_comm()
         if not measures_here(args.child, comm):

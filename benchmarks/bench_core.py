@@ -163,7 +163,7 @@ def _fmt(v: float | None) -> str:
 
 
 def _report(pct: dict, raw: dict, sizes: list, nprocs: int, quick: bool, clock: str) -> None:
-    mpi = "mpi4py" if d2o._comm.have_mpi() else "no MPI (serial stand-in)"
+    mpi = "mpi4py" if d2o.core.comm.have_mpi() else "no MPI (serial stand-in)"
     print(
         f"### d2o vs numpy, {nprocs} process{'es' if nprocs > 1 else ''} ({mpi})"
         + (" — quick run" if quick else "")

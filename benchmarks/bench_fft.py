@@ -15,7 +15,7 @@ from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on 
 
 import d2o.fft as dfft  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
-from d2o._comm import Comm, default_comm  # noqa: E402
+from d2o.core.comm import Comm, default_comm  # noqa: E402
 
 SIZES = (2048, 4096)
 REPEAT = 3

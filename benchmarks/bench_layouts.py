@@ -44,7 +44,7 @@ from _harness import cores, on_rank0, run_or_launch, timed  # noqa: E402  (also 
 
 import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
-from d2o._comm import Comm, default_comm  # noqa: E402
+from d2o.core.comm import Comm, default_comm  # noqa: E402
 
 COUNTS = (1, 2, 4)
 SMALL = (25, 40)  # 1,000 elements: the per-call overhead
@@ -139,7 +139,7 @@ def serial() -> None:
     for _ in range(REPEAT):
         for k, t in timers.items():
             best[k] = min(best[k], t.timeit(numbers[k]) / numbers[k])
-    mpi = "mpi4py" if d2o._comm.have_mpi() else "no MPI"
+    mpi = "mpi4py" if d2o.core.comm.have_mpi() else "no MPI"
     print(f"## 1. per-call cost, {a.size} float64 elements {SMALL}, one process ({mpi})")
     t_np = best["numpy a + a"]
     for k, t in best.items():

@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
 
 from d2o import distributed_data_object as D2O  # noqa: E402
-from d2o._comm import Comm, default_comm  # noqa: E402
+from d2o.core.comm import Comm, default_comm  # noqa: E402
 
 SHAPE = (2048, 2048)  # 32 MiB of float64
 REPEAT = 15

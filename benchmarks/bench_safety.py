@@ -24,9 +24,9 @@ import numpy as np
 from _harness import run_or_launch
 
 import d2o
-from d2o import _watchdog
 from d2o import distributed_data_object as D2O
-from d2o._comm import default_comm
+from d2o.core import watchdog as _watchdog
+from d2o.core.comm import default_comm
 
 COMM = default_comm()
 N = 1000

@@ -15,7 +15,7 @@ import time
 from _harness import REPO as ROOT  # noqa: E402  (also puts the repo on sys.path)
 from _harness import run_or_launch  # noqa: E402
 
-from d2o._comm import default_comm  # noqa: E402
+from d2o.core.comm import default_comm  # noqa: E402
 
 SIZES = (256, 1024)
 

@@ -5,31 +5,29 @@ Write numpy-style code once; run it on one process without MPI, or with
 """
 
 # The class first: it binds the feature modules its one-line methods call.
-from ._d2o import distributed_data_object  # noqa: I001
-from . import (  # noqa: F401
-    _funnel,
-    _indexing,
-    _reductions,
-    _shape_ops,
-    _special,
-    _ufuncs,
-    _watchdog,
-    fft,  # noqa: F401
-)
-from ._comm import default_comm
-from ._config import get_option, options, set_options
-from ._controller import ControllerError
-from ._distributors import STRATEGIES
-from ._errors import GatherError, GatherWarning
-from ._indexing import *  # noqa: F403
-from ._layout import Layout, layout
-from ._librarian import d2o_librarian
-from ._linalg import dot, matmul
-from ._original import median
-from ._shape_ops import *  # noqa: F403
-from ._show import show
-from ._special import *  # noqa: F403
-from ._trace import Trace, trace
+from .api.array import distributed_data_object  # noqa: I001
+from . import fft
+from .runtime import funnel as _funnel
+from .array.base import Array as _ArrayBase
+from .core import registry as _registry
+from .ops import indexing as _indexing
+from .ops import shape as _shape_ops
+from .ops import special as _special
+from .core import watchdog as _watchdog
+from .core.comm import default_comm
+from .core.config import get_option, options, set_options
+from .runtime.controller import ControllerError
+from .layouts.distributors import STRATEGIES
+from .core.errors import GatherError, GatherWarning
+from .ops.indexing import *  # noqa: F403
+from .layouts.mesh import Layout, layout
+from .core.librarian import d2o_librarian
+from .ops.linalg import dot, matmul
+from .ops.original import median
+from .ops.shape import *  # noqa: F403
+from .ops.show import show
+from .ops.special import *  # noqa: F403
+from .core.trace import Trace, trace
 from .io import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -64,7 +62,7 @@ __all__ += list(_io_all)
 
 
 def _register_public() -> None:
-    """Declare every public operation to the funnel (`d2o._funnel`): each function of the
+    """Declare every public operation to the funnel (`d2o.runtime.funnel`): each function of the
     class and of ``d2o``/``d2o.fft``/``d2o.io`` that may communicate gets traced."""
     import inspect
 
@@ -80,18 +78,23 @@ def _register_public() -> None:
     # operations they call are recorded and checked.
     in_place = {"view", "getfield", "setfield", "setflags", "byteswap", "resize", "put",
                 "partition"}  # fmt: skip
-    for attr, val in list(D.__dict__.items()):
-        private = attr.startswith("_") and not attr.endswith("__")
-        skip = (local | in_place) - {"__repr__", "__str__"}
-        if inspect.isfunction(val) and not private and attr not in skip:
-            name = "distributed_data_object" if attr == "__init__" else attr
-            _funnel.register(D, attr, name, namers.get(attr))
+    skip = (local | in_place) - {"__repr__", "__str__"}
+    seen: set = set()
+    for owner in D.__mro__[:-1]:  # the class and its mixins (d2o.api), not object
+        for attr, val in list(owner.__dict__.items()):
+            private = attr.startswith("_") and not attr.endswith("__")
+            if attr in seen or owner is _ArrayBase:
+                continue
+            seen.add(attr)
+            if inspect.isfunction(val) and not private and attr not in skip:
+                name = "distributed_data_object" if attr == "__init__" else attr
+                _registry.register(owner, attr, name, namers.get(attr))
     quiet = {"trace", "show", "set_options", "options", "get_option", "default_comm", "layout"}
     for name in __all__:
         obj = globals().get(name)
         if inspect.isfunction(obj) and name not in quiet:
-            _funnel.register_functions(obj.__module__, [obj.__name__])
-    _funnel.register_functions("d2o.fft", list(fft.__all__), prefix="fft.")
+            _registry.register_functions(obj.__module__, [obj.__name__])
+    _registry.register_functions("d2o.fft", list(fft.__all__), prefix="fft.")
 
 
 _register_public()

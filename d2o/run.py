@@ -1,6 +1,6 @@
 """Run a sequential program on P processes: ``mpiexec -n P python -m d2o.run script.py [args]``.
 
-Controller mode (see `d2o._controller`): rank 0 executes ``script.py`` as ``__main__``
+Controller mode (see `d2o.runtime.controller`): rank 0 executes ``script.py`` as ``__main__``
 with ``sys.argv = ["script.py", *args]``; ranks > 0 execute the d2o operations rank 0
 sends them.  Every d2o array of the script is distributed over all P processes, but the
 script itself is an ordinary sequential program: it prints once and needs no
@@ -19,6 +19,8 @@ import threading
 import time
 import traceback
 from typing import Any
+
+from .runtime import controller as _controller
 
 __all__ = ["main"]
 
@@ -109,8 +111,6 @@ def _run_kernel(argv: list[str]) -> int:
     """
     from ipykernel.kernelapp import IPKernelApp
 
-    from . import _controller
-
     app = IPKernelApp.instance()
     app.initialize(argv)
     events = app.shell.events
@@ -138,7 +138,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(_USAGE if args else "")
         sys.stderr.write("" if args else _USAGE)
         return 0 if args else 2
-    from . import _controller
 
     if not _controller.start_controller():
         return _controller.serve()

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._comm import default_comm
-from ._distributors import as_runs, index_of, run_length
+from .core.comm import default_comm
+from .layouts.distributors import as_runs, index_of, run_length
 
 __all__ = [
     "assert_equal_to_numpy",

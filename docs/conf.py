@@ -77,7 +77,7 @@ REFERENCED_MODULES = ["d2o", "d2o.fft", "d2o.io", "d2o.testing"]
 
 #: References that docstrings write by another name than the documented one.
 ALIASES = {f"d2o.{n}": f"d2o.io.{n}" for n in d2o.io.__all__}
-ALIASES["Record"] = "d2o._trace.Record"
+ALIASES["Record"] = "d2o.core.trace.Record"
 
 
 def _resolve_alias(app, env, node, contnode):

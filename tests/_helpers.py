@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from d2o import default_comm, distributed_data_object
-from d2o._distributors import fftw_lengths
+from d2o.layouts.distributors import fftw_lengths
 
 DTYPES = ["bool", "int32", "int64", "uint64", "float32", "float64", "complex128"]
 STRATEGIES = ["not", "equal", "fftw", "freeform"]
@@ -175,7 +175,7 @@ def traced_peak(fn, attempts: int = 2):
 def spy_sends(monkeypatch) -> list:
     """Record, per data-moving call, ``(kind, the ranks this one sends to)``: ``Alltoallw``
     exchanges and ``Sendrecv`` (point to point)."""
-    from d2o._comm import Comm
+    from d2o.core.comm import Comm
 
     seen: list = []
     orig_w, orig_p = Comm.Alltoallw, Comm.Sendrecv_many

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 from hypothesis import HealthCheck, settings
 
-from d2o._comm import default_comm
+from d2o.core.comm import default_comm
 
 # Every rank must draw the same examples: derandomize, no example database.
 settings.register_profile(

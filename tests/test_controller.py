@@ -1,4 +1,4 @@
-"""Controller mode: ``mpiexec -n P python -m d2o.run script.py`` (d2o/_controller.py, d2o/run.py).
+"""Controller mode: ``mpiexec -n P python -m d2o.run script.py`` (d2o/runtime/controller*.py, d2o/run.py).
 
 Each test writes a small script, runs it under mpiexec at 2-4 processes in controller
 mode and checks what the job printed and its exit status; the seed programs' results
@@ -87,7 +87,7 @@ FEATURES = """
     import numpy
     import d2o
     import d2o.numpy as np
-    from d2o import _controller
+    from d2o.runtime import controller as _controller
 
     print("argv", sys.argv[1:])
     comm = d2o.default_comm()

@@ -9,7 +9,7 @@ import pytest
 from _helpers import DTYPES, MESH_SPLITS, layouts, make, mesh_of, sample, spec
 
 from d2o import d2o_librarian, default_comm, distributed_data_object
-from d2o._distributors import equal_lengths, fftw_lengths, get_distributor
+from d2o.layouts.distributors import equal_lengths, fftw_lengths, get_distributor
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 SHAPES = [(0,), (1,), (7,), (4, 3), (0, 3), (3, 0), (1, 1), (2, 3, 4)]
@@ -219,7 +219,7 @@ def test_iteration(shape):
 
 def test_iteration_in_chunks_is_collective_and_bounded():
     # Tiny chunk setting: many exchanges, still the same elements everywhere.
-    from d2o import _config
+    from d2o.core import config as _config
 
     old = _config._ITER_CHUNK
     _config._ITER_CHUNK = 1
@@ -277,7 +277,7 @@ def test_bool_and_pickle():
 
 
 def test_distributor_cache_is_bounded_and_identity_is_not_needed(monkeypatch):
-    from d2o import _distributors
+    from d2o.layouts import distributors as _distributors
 
     monkeypatch.setattr(_distributors, "_CACHE_MAX", 4)
     old = distributed_data_object(np.arange(12.0).reshape(4, 3), distribution_strategy="fftw")

@@ -82,4 +82,4 @@ def test_errstate_raise_on_one_rank():
 def test_type_errors_are_immediate():
     x = distributed_data_object(np.array([True, False] * comm.size))
     assert_raises_everywhere(TypeError, lambda: x - x)
-    collective_assert(d2o._errors._PENDING[0] is None)
+    collective_assert(d2o.core.errors._PENDING[0] is None)

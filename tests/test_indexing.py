@@ -11,7 +11,7 @@ from _helpers import MESH_SPLITS, Checks, layouts
 from _helpers import make as make_layout
 
 from d2o import distributed_data_object
-from d2o._comm import default_comm
+from d2o.core.comm import default_comm
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 # (strategy, axis): every strategy, distributed axes 0, 1 and -1

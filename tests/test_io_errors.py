@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import d2o
-from d2o._comm import MPI, have_mpi, os_error
+from d2o.core.comm import MPI, have_mpi, os_error
 from d2o.io import _npy
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 

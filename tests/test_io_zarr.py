@@ -105,7 +105,7 @@ def test_empty_and_tiny(shared_dir, comm, strategy):
 
 
 def test_aligned_chunks(comm):
-    from d2o._distributors import get_distributor, slab_distributor
+    from d2o.layouts.distributors import get_distributor, slab_distributor
 
     d = slab_distributor((10, 4), comm, 0, [0, 4, 8, 10][: comm.size] + [10], "freeform")
     ks = _zarr.aligned_chunks(d, 8)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import d2o
-from d2o import _watchdog
+from d2o.core import watchdog as _watchdog
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 ROOT = Path(d2o.__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import d2o
 import d2o.fft
 import d2o.numpy as dnp
 from d2o import default_comm
-from d2o._redistribution import same_pieces
+from d2o.move.redistribution import same_pieces
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 P = default_comm().size

@@ -659,7 +659,8 @@ def _public_keywords() -> set:
     """(operation, keyword) for every keyword parameter of the public API (the funnel's names)."""
     pairs = set()
     cls = distributed_data_object
-    for attr, val in cls.__dict__.items():
+    for attr in dir(cls):
+        val = inspect.getattr_static(cls, attr)
         if inspect.isfunction(val) and (not attr.startswith("_") or attr == "__init__"):
             name = "distributed_data_object" if attr == "__init__" else attr
             pairs |= {(name, p) for p in _keywords(val, skip_first=True)}

@@ -210,7 +210,7 @@ def test_assert_layout_fails_right_values_in_wrong_pieces():
     """The helper itself: right values in pieces the rule does not give, a label that
     names another rule than the pieces follow, or a wrong value in one piece fail on
     every rank."""
-    from d2o._distributors import slab_distributor
+    from d2o.layouts.distributors import slab_distributor
 
     comm = default_comm()
     a = np.arange(8 * 2.0).reshape(8, 2)

@@ -14,7 +14,7 @@ from _helpers import make
 import d2o
 import d2o.numpy as dnp
 from d2o import distributed_data_object as D2O
-from d2o._numpy_table import DISTRIBUTED, TABLE
+from d2o.numpy.table import DISTRIBUTED, TABLE
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import d2o
 from d2o import default_comm, distributed_data_object
-from d2o._comm import as_comm
+from d2o.core.comm import as_comm
 from d2o.testing import collective_assert
 
 COMM = default_comm()

@@ -1,4 +1,4 @@
-"""Random numbers (`d2o._random`): the same global array at any process count and layout.
+"""Random numbers (`d2o.ops.random`): the same global array at any process count and layout.
 
 The digests below were computed once without MPI; every process count (1, 2, 3, 4 and
 none) must reproduce them, whatever the layout.  They also pin numpy's PCG64
@@ -16,8 +16,8 @@ import pytest
 from _helpers import Checks, mesh_of
 
 import d2o
-from d2o import _random
-from d2o._random import BLOCK, Generator, default_rng
+from d2o.ops import random as _random
+from d2o.ops.random import BLOCK, Generator, default_rng
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 SEED = 20240611

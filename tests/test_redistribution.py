@@ -10,7 +10,7 @@ from _helpers import MESH_SPLITS, mesh_names, spec, traced_peak
 from _helpers import make as make_layout
 
 from d2o import distributed_data_object as D2O
-from d2o._comm import default_comm
+from d2o.core.comm import default_comm
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
 COMM = default_comm()

@@ -147,7 +147,7 @@ def test_reduction_result_layouts():
 
 
 def test_large_result_uses_allreduce_path():
-    from d2o import _config
+    from d2o.core import config as _config
 
     old = _config._SMALL_REDUCE
     _config._SMALL_REDUCE = 0

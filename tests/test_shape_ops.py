@@ -8,7 +8,7 @@ import pytest
 import d2o
 import d2o.numpy as dnp
 from d2o import distributed_data_object as D2O
-from d2o._comm import default_comm
+from d2o.core.comm import default_comm
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 COMM = default_comm()

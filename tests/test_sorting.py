@@ -1,4 +1,4 @@
-"""The sort machinery of d2o.numpy (`d2o._sort`, `d2o._sorted`) against numpy.
+"""The sort machinery of d2o.numpy (`d2o.ops.samplesort`, `d2o.ops.sorting`) against numpy.
 
 sort/argsort of 1-d and flattened arrays, lexsort, partition/argpartition, searchsorted,
 unique and the array API's unique_*, isin and the set operations, and the quantiles of
@@ -121,7 +121,7 @@ def balanced(check: Checks, r, n: int, what="") -> None:
 
 
 def descending_argsort(a: np.ndarray) -> np.ndarray:
-    """The array API's descending stable order as `d2o._numpy_table._descending` defines
+    """The array API's descending stable order as `d2o.numpy.axes._descending` defines
     it: the stable ascending order of the reversed array, reversed."""
     n = a.size
     return (n - 1) - np.flip(np.argsort(np.flip(a), kind="stable"))

@@ -24,7 +24,7 @@ N = 2**17 * max(P, 2)  # 1 MiB of float64 per rank at most: above the 256 KiB th
 def plain_operators():
     """The operators without the funnel's wrappers (which switch the reuse off: checked
     mode, and every operation once a 0-d view was made in this process)."""
-    from d2o import _funnel
+    from d2o.runtime import funnel as _funnel
 
     held = _funnel.held_in_use[0]
     with d2o.options(check_args=False):

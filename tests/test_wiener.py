@@ -77,7 +77,7 @@ def test_wiener_matches_numpy(wf, n):
 
 
 def test_cli_writes_png(wf, tmp_path_factory):
-    from d2o._comm import default_comm
+    from d2o.core.comm import default_comm
 
     comm = default_comm()
     path = str(tmp_path_factory.mktemp("wiener") / "w.png") if comm.rank == 0 else None

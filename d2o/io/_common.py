@@ -14,14 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .._comm import Comm
-from .._distributors import (
-    STRATEGIES,
-    Distributor,
-    _normalize_axis,
-    get_distributor,
-)
-from .._errors import agree, agree_gather, agreed
+from ..array.base import Array as D2O
+from ..core.comm import Comm
+from ..core.errors import agree, agree_gather, agreed
+from ..layouts.distributors import STRATEGIES, Distributor, _normalize_axis, get_distributor
+from ..layouts.mesh import Layout, slab_equivalent
+from ..move.redistribution import redistribute
 
 __all__ = [
     "BUFFER_BYTES",
@@ -49,8 +47,6 @@ def layout(strategy: Any, shape: tuple, comm: Comm, axis: int = 0) -> Distributo
     labelled 'freeform'.  A `d2o.layout` gives its distributor, except that a
     block-cyclic one is read as its slab equivalent (see `loaded`).
     """
-    from .._layout import Layout, slab_equivalent
-
     if isinstance(strategy, Layout):
         if strategy.comm is not comm:
             raise ValueError("the layout belongs to another communicator")
@@ -301,10 +297,6 @@ def read_boxes(
 def loaded(local: np.ndarray, dist: Distributor, strategy: Any) -> Any:
     """The loaded array: ``local`` read into ``dist``, moved to the block-cyclic layout
     ``strategy`` names if it is one (one exchange)."""
-    from .._d2o import distributed_data_object as D2O
-    from .._layout import Layout
-    from .._redistribution import redistribute
-
     if isinstance(strategy, Layout):
         target = strategy.distributor(dist.global_shape)
         if target is not dist:

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .._comm import MPI, Comm, as_comm, os_error
-from .._d2o import distributed_data_object as D2O
-from .._distributors import Distributor
-from .._errors import agreed
-from .._layout import Layout
+from ..array.base import Array as D2O
+from ..core.comm import MPI, Comm, as_comm, os_error
+from ..core.errors import agreed
+from ..layouts.distributors import Distributor
+from ..layouts.mesh import Layout
 from . import _common
 from ._common import (
     check_path,

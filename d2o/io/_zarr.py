@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .._comm import as_comm
-from .._d2o import distributed_data_object as D2O
-from .._distributors import Distributor
-from .._errors import agreed
+from ..array.base import Array as D2O
+from ..core.comm import as_comm
+from ..core.errors import agreed
+from ..layouts.distributors import Distributor
 from ._common import (
     Selection,
     check_path,

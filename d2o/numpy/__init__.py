@@ -1,11 +1,11 @@
 """``import d2o.numpy as np``: numpy's namespace on distributed arrays.
 
 Every public numpy function is here.  With distributed operands it runs the class of
-algorithm `d2o._numpy_table` gives it (element-wise, reduction, axis-local, view,
+algorithm `d2o.numpy.table` gives it (element-wise, reduction, axis-local, view,
 joining, creation, linear algebra), or the bounded fallback (operands up to the
 ``fallback_limit`` option gathered, recorded in the trace; NotImplementedError above).
 With only numpy operands it is numpy's own function.  Creation functions take ``dist=``
-(see `d2o._creation`): without it arrays are distributed along their first axis.
+(see `d2o.ops.creation`): without it arrays are distributed along their first axis.
 Ufuncs, dtypes and constants are numpy's own objects (ufuncs dispatch through
 ``__array_ufunc__``).  See docs/coverage.md for every name's class.
 """
@@ -17,9 +17,10 @@ from typing import Any as _Any
 
 import numpy as _np
 
-from .._axislocal import find_arrays as _find_arrays
-from .._numpy_table import TABLE as _TABLE
-from .._numpy_table import implementation as _implementation
+from ..core import registry as _registry
+from ..ops.axislocal import find_arrays as _find_arrays
+from .table import TABLE as _TABLE
+from .table import implementation as _implementation
 
 if _TYPE_CHECKING:  # `_install` fills the namespace with numpy's names at import
 
@@ -46,7 +47,7 @@ def _dispatcher(name: str):
     f.__qualname__ = name
     f.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
     f.__wrapped__ = np_func
-    # controller mode runs calls on numpy data alone on rank 0 (`d2o._controller`)
+    # controller mode runs calls on numpy data alone on rank 0 (`d2o.runtime.controller`)
     f.__d2o_numpy_only__ = _numpy_only
     return f
 
@@ -75,13 +76,7 @@ _FUNCTIONS = _install()
 __all__ = [n for n in dir() if not n.startswith("_")]
 
 
-def _register() -> None:
-    from .. import _funnel
-
-    _funnel.register_functions(__name__, _FUNCTIONS, prefix="numpy.")
-
-
-_register()
+_registry.register_functions(__name__, _FUNCTIONS, prefix="numpy.")
 
 from . import fft, linalg, random  # noqa: E402
 

@@ -8,21 +8,21 @@ from typing import Any
 
 import numpy as _np
 
-from .._axislocal import fallback as _fallback
-from ..fft import *  # noqa: F403
-from ..fft import __all__ as _d2o_all
+from ..ops import fft as _fft
+from ..ops.axislocal import fallback as _fallback
+from ..ops.fft import *  # noqa: F403
+from ..ops.fft import __all__ as _d2o_all
+from .table import implementation as _implementation
 
 __all__ = [*_d2o_all, "fftshift", "ifftshift", "hfft", "ihfft"]
 
 
 def _shift(x: Any, axes: Any, sign: int) -> Any:
-    from . import roll
-
     if not hasattr(x, "distributor"):
         return (_np.fft.fftshift if sign > 0 else _np.fft.ifftshift)(x, axes)
     axes = tuple(range(x.ndim)) if axes is None else (axes,) if _np.ndim(axes) == 0 else tuple(axes)
     shifts = [sign * (x.shape[a] // 2) for a in axes]
-    return roll(x, shifts, axis=axes)
+    return _implementation("roll")[1](x, shifts, axis=axes)
 
 
 def fftshift(x: Any, axes: Any = None) -> Any:
@@ -47,15 +47,11 @@ def ihfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = No
 
 def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
     """numpy's ``fftfreq`` (d2o.fft's: each rank computes its piece), with ``dtype``."""
-    from .. import fft as _fft
-
     out = _fft.fftfreq(n, d)
     return out if dtype is None else out.astype(dtype)
 
 
 def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
     """numpy's ``rfftfreq`` (d2o.fft's), with ``dtype``."""
-    from .. import fft as _fft
-
     out = _fft.rfftfreq(n, d)
     return out if dtype is None else out.astype(dtype)

@@ -13,9 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
-from .._axislocal import fallback as _fallback
-from .._axislocal import find_arrays as _find_arrays
-from .._d2o import distributed_data_object as _D2O
+from ..array.align import align
+from ..array.base import Array as _D2O
+from ..core.errors import agreed
+from ..ops.axislocal import fallback as _fallback
+from ..ops.axislocal import find_arrays as _find_arrays
+from ..ops.creation import asarray
+from ..ops.joining import squeeze
 
 QRResult = _namedtuple("QRResult", "Q R")
 
@@ -74,7 +78,6 @@ def _sq(x: _D2O) -> _D2O:
 def _squeeze(res: Any, axes: tuple) -> Any:
     if not isinstance(res, _D2O):
         return _np.squeeze(res, axis=axes)
-    from .._joining import squeeze
 
     return squeeze(res, axes).copy()
 
@@ -152,8 +155,6 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         raise ValueError(f"Unrecognized mode '{mode}'")
     if not _tall(a) or mode not in ("reduced", "r"):
         return _fallback("linalg.qr", _np.linalg.qr, (a,), {"mode": mode})
-    from .._creation import asarray
-    from .._errors import agreed
 
     d = a.distributor
     comm = d.comm
@@ -178,9 +179,6 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     take the bounded fallback."""
     if not _tall(a) or a.shape[0] < a.shape[1] or _np.ndim(b) > 2:
         return _fallback("linalg.lstsq", _np.linalg.lstsq, (a, b), {"rcond": rcond})
-    from .._align import align
-    from .._creation import asarray
-    from .._errors import agreed
 
     d = a.distributor
     comm = d.comm

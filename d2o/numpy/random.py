@@ -1,14 +1,14 @@
 """``d2o.numpy.random``: random numbers independent of the number of processes.
 
 ``default_rng(seed)`` gives a `Generator` whose draws are the same global array for
-any number of processes and without MPI (see `d2o._random`); each rank computes only
+any number of processes and without MPI (see `d2o.ops.random`); each rank computes only
 the blocks of the global index space it holds.  The module-level functions draw from
 one default generator.
 """
 
 from __future__ import annotations
 
-from .._random import (  # noqa: F401
+from ..ops.random import (
     Generator,
     choice,
     default_rng,

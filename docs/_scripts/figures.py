@@ -30,8 +30,8 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
 import d2o  # noqa: E402
-from d2o._comm import Comm  # noqa: E402
-from d2o._distributors import get_distributor, index_of, slab_distributor  # noqa: E402
+from d2o.core.comm import Comm  # noqa: E402
+from d2o.layouts.distributors import get_distributor, index_of, slab_distributor  # noqa: E402
 
 # One colour per rank (colour-blind safe), then grey for "every rank".
 COLOURS = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377"]

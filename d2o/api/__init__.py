@@ -1,0 +1,1 @@
+"""d2o.api: see docs/internals.md."""

@@ -1,0 +1,1 @@
+"""d2o.array: see docs/internals.md."""

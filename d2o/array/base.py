@@ -1,0 +1,99 @@
+"""The array object's state: what every layer above reads and builds results with.
+
+`ArrayBase` holds a distributed array's three parts (this rank's piece ``data``, its
+``distributor``, and the librarian's ``index``) and wraps pieces of known layouts
+without checks or communication (`ArrayBase._from_local`, `ArrayBase._view`).  The
+public class, `d2o.distributed_data_object` (`d2o.api.array`), derives from it and
+adds the whole public interface; it registers itself when it is defined
+(``__init_subclass__``), so that operations below the public class build their
+results as instances of it without importing it.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core.librarian import d2o_librarian
+from ..layouts.distributors import Distributor
+
+__all__ = ["ArrayBase", "Array", "as_shape", "as_index"]
+
+_next_index = d2o_librarian.next_index
+_new = object.__new__
+#: The public class (the first subclass of ArrayBase: d2o.distributed_data_object).
+_public: list = [None]
+
+
+class ArrayBase:
+    """A distributed array's state: the local piece, its layout and its librarian index."""
+
+    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "__weakref__")
+    _padded: np.ndarray  # ghost-cell buffer (d2o.move.ghost); set only on arrays that have one
+    __array_priority__ = 20.0
+
+    data: np.ndarray
+    distributor: Distributor
+    index: int
+    base: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _public[0] is None:
+            _public[0] = cls
+            d2o_librarian.cls = cls
+
+    @classmethod
+    def _from_local(cls, data: np.ndarray, distributor: Distributor) -> Any:
+        """Wrap a local piece of a known layout: no checks, no communication.  Called on
+        `ArrayBase` it builds the public class; on a subclass, that subclass."""
+        obj = _new(_public[0] if cls is ArrayBase else cls)
+        obj.data = data
+        obj.distributor = distributor
+        obj.hermitian = False
+        obj.base = None
+        obj.index = _next_index()
+        return obj
+
+    def _view(self, data: np.ndarray, distributor: Distributor) -> Any:
+        """A view of this array: ``data`` is a numpy view of (part of) this rank's piece;
+        ``.base`` is the object owning the memory, as in numpy.  No communication."""
+        v = self._from_local(data, distributor)
+        v.base = self if self.base is None else self.base
+        return v
+
+
+def as_shape(shape: Any) -> tuple:
+    """numpy's shape rules: an integer or a sequence of integers (``operator.index``: floats
+    and strings are TypeError), none negative (ValueError)."""
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape  # the common case, without exceptions
+    try:
+        dims = (operator.index(shape),)
+    except TypeError:
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(
+                f"{type(shape).__name__!r} object cannot be interpreted as an integer"
+            ) from None
+        dims = tuple(as_index(n) for n in shape)
+    if any(n < 0 for n in dims):
+        raise ValueError(f"negative dimensions are not allowed: {dims}")
+    return dims
+
+
+def as_index(n: Any) -> int:
+    """``operator.index(n)`` with numpy's message for non-integers."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(
+            f"{type(n).__name__!r} object cannot be interpreted as an integer"
+        ) from None
+
+
+if TYPE_CHECKING:  # type checkers see the public class and its whole interface
+    from ..api.array import distributed_data_object as Array
+else:  # at run time: the base class (every array is an instance of the public class)
+    Array = ArrayBase

@@ -1,0 +1,1 @@
+"""d2o.core: see docs/internals.md."""

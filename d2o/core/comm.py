@@ -1,0 +1,391 @@
+"""The communication layer: the only module of d2o that imports mpi4py.
+
+`Comm` wraps an mpi4py communicator, or stands in for one of size 1 when
+mpi4py is missing or switched off with ``D2O_MPI=0``.  Array data always
+travels through buffer-based calls (uppercase mpi4py methods); only small
+metadata (counts, error messages) is pickled.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from . import records as _tr
+
+try:  # pragma: no cover - depends on the environment
+    if os.environ.get("D2O_MPI", "1").strip().lower() in ("0", "false", "no", "off"):
+        raise ImportError("disabled by D2O_MPI=0")
+    from mpi4py import MPI
+except ImportError:  # pragma: no cover
+    MPI = None
+
+__all__ = [
+    "Comm",
+    "default_comm",
+    "as_comm",
+    "MPI",
+    "have_mpi",
+    "os_error",
+    "wait_points",
+    "pending_check",
+]
+
+
+def have_mpi() -> bool:
+    """True when d2o runs on mpi4py (not the serial stand-in)."""
+    return MPI is not None
+
+
+def _pickled(value: Any) -> int:
+    """Bytes of a pickled metadata value (computed only while a trace is active)."""
+    import pickle
+
+    try:
+        return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # pragma: no cover - unpicklable values fail in MPI anyway
+        return 0
+
+
+class Comm:
+    """A communicator: mpi4py's, or a serial stand-in of size 1 (``mpi is None``).
+
+    Instances are cached per underlying communicator, so identity comparison
+    tells whether two arrays live on the same communicator.
+    """
+
+    __slots__ = ("mpi", "rank", "size", "calls", "__weakref__")
+
+    def __init__(self, mpi_comm: Any = None) -> None:
+        self.mpi = mpi_comm
+        #: MPI calls made on this communicator (the watchdog's sign of progress)
+        self.calls = 0
+        if mpi_comm is None:
+            self.rank, self.size = 0, 1
+        else:
+            self.rank, self.size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+
+    def __repr__(self) -> str:
+        kind = "serial" if self.mpi is None else "mpi"
+        return f"<d2o.Comm {kind} rank={self.rank} size={self.size}>"
+
+    # -- small, pickled metadata ------------------------------------------
+    def allreduce(self, value: Any, op: str = "sum") -> Any:
+        """Reduce a small Python value over all ranks; every rank gets the result."""
+        if self.size == 1:
+            return value
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        out = self.mpi.allreduce(value, op=_MPI_OPS[op])
+        if _tr.active:
+            _tr.note("allreduce", _pickled(value), _pickled(out), self.size)
+        return out
+
+    def any_flag(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is true on any rank (a one-byte buffer Allreduce)."""
+        if self.size == 1:
+            return bool(flag)
+        send = _FLAG_SEND
+        send[0] = 1 if flag else 0
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Allreduce(send, _FLAG_RECV, op=MPI.MAX)
+        if _tr.active:
+            _tr.note("Allreduce", 1, 1, self.size)
+        return bool(_FLAG_RECV[0])
+
+    def allgather(self, value: Any) -> list:
+        """Gather one small picklable value from every rank, on every rank."""
+        if self.size == 1:
+            return [value]
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        out = self.mpi.allgather(value)
+        if _tr.active:
+            sizes = [_pickled(v) for v in out]
+            _tr.note("allgather", sizes[self.rank], sum(sizes) - sizes[self.rank], self.size)
+        return out
+
+    def bcast(self, value: Any, root: int = 0) -> Any:
+        """Broadcast a small picklable value from ``root``."""
+        if self.size == 1:
+            return value
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        out = self.mpi.bcast(value, root=root)
+        if _tr.active:
+            n = _pickled(out)
+            _tr.note(
+                "bcast", n if self.rank == root else 0, 0 if self.rank == root else n, self.size
+            )
+        return out
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+        if self.size > 1:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
+            self.mpi.Barrier()
+            if _tr.active:
+                _tr.note("Barrier", 0, 0, self.size)
+
+    # -- numpy buffers ------------------------------------------------------
+    def Allgather(self, send: np.ndarray) -> np.ndarray:
+        """Gather equal-shaped arrays from all ranks; returns shape (size,)+send.shape."""
+        send = np.ascontiguousarray(send)
+        out = np.empty((self.size,) + send.shape, dtype=send.dtype)
+        if self.size == 1:
+            out[0] = send
+        elif send.nbytes:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
+            self.mpi.Allgather([send, MPI.BYTE], [out, MPI.BYTE])
+            if _tr.active:
+                _tr.note("Allgather", send.nbytes, send.nbytes * (self.size - 1), self.size)
+        return out
+
+    def Allgatherv(self, send: np.ndarray, counts: list[int]) -> np.ndarray:
+        """Concatenate 1-D arrays of ``counts[r]`` elements from every rank."""
+        send = np.ascontiguousarray(send).reshape(-1)
+        out = np.empty(sum(counts), dtype=send.dtype)
+        if self.size == 1:
+            out[...] = send
+            return out
+        item = send.dtype.itemsize
+        bcounts = [c * item for c in counts]
+        displs = np.concatenate(([0], np.cumsum(bcounts)[:-1])).tolist()
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Allgatherv([send, MPI.BYTE], [out, (bcounts, displs), MPI.BYTE])
+        if _tr.active:
+            mine = bcounts[self.rank]
+            _tr.note("Allgatherv", mine, sum(bcounts) - mine, self.size)
+        return out
+
+    def Allreduce(self, send: np.ndarray, op: str | Any) -> np.ndarray:
+        """Element-wise reduction of equal-shaped arrays; ``op`` is a name or an MPI op."""
+        send = np.ascontiguousarray(send)
+        if self.size == 1:
+            return send.copy()
+        out = np.empty_like(send)
+        mpi_op = _MPI_OPS[op] if isinstance(op, str) else op
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Allreduce([send, _mpi_type(send.dtype)], [out, _mpi_type(send.dtype)], mpi_op)
+        if _tr.active:
+            _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
+        return out
+
+    def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
+        """Broadcast a contiguous array in place from ``root``."""
+        if self.size > 1 and buf.nbytes:
+            if pending_check[0] is not None:
+                pending_check[0].flush()
+            self.calls += 1
+            self.mpi.Bcast([buf, MPI.BYTE], root=root)
+            if _tr.active:
+                mine = self.rank == root
+                _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
+        return buf
+
+    def Alltoallw(
+        self,
+        send: np.ndarray,
+        sendtypes: list,
+        recv: np.ndarray,
+        recvtypes: list,
+        sdispls: list | None = None,
+        rdispls: list | None = None,
+    ):
+        """All-to-all with one (count, datatype) pair per peer (see redistribution), at
+        byte displacements ``sdispls``/``rdispls`` (default: all 0)."""
+        zeros = [0] * self.size
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Alltoallw(
+            [send, ([c for c, _ in sendtypes], sdispls or zeros), [t for _, t in sendtypes]],
+            [recv, ([c for c, _ in recvtypes], rdispls or zeros), [t for _, t in recvtypes]],
+        )
+        if _tr.active:
+            me = self.rank
+            sent = sum(c * t.Get_size() for r, (c, t) in enumerate(sendtypes) if r != me)
+            got = sum(c * t.Get_size() for r, (c, t) in enumerate(recvtypes) if r != me)
+            _tr.note("Alltoallw", sent, got, self.size)
+            _tr.note_temp(recv.nbytes)
+
+    def Alltoallv(self, send: np.ndarray, sc: list, recv: np.ndarray, rc: list, datatype) -> None:
+        """All-to-all of 1-D buffers grouped by peer: ``sc[r]``/``rc[r]`` elements of ``datatype``."""
+        sd = [0] * self.size
+        rd = [0] * self.size
+        for r in range(1, self.size):
+            sd[r] = sd[r - 1] + sc[r - 1]
+            rd[r] = rd[r - 1] + rc[r - 1]
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Alltoallv([send, (sc, sd), datatype], [recv, (rc, rd), datatype])
+        if _tr.active:
+            me, item = self.rank, datatype.Get_size()
+            _tr.note("Alltoallv", (sum(sc) - sc[me]) * item, (sum(rc) - rc[me]) * item, self.size)
+            _tr.note_temp(recv.nbytes)
+
+    def Sendrecv_many(self, sends: list, recvs: list) -> None:
+        """Point-to-point: send each ``(peer, contiguous array)`` of ``sends`` and receive
+        into each ``(peer, contiguous array)`` of ``recvs`` (non-blocking, then wait for
+        all).  Only the ranks named talk; every pair must name each other alike."""
+        tag = _P2P_TAG
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        reqs = [self.mpi.Irecv([buf, MPI.BYTE], source=p, tag=tag) for p, buf in recvs]
+        reqs += [self.mpi.Isend([buf, MPI.BYTE], dest=p, tag=tag) for p, buf in sends]
+        MPI.Request.Waitall(reqs)
+        if _tr.active:
+            sent = sum(buf.nbytes for _, buf in sends)
+            _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2)
+
+    def send(self, value: Any, dest: int, tag: int = 0) -> None:
+        """Point-to-point send of a small picklable value."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.send(value, dest=dest, tag=tag)
+        if _tr.active:
+            _tr.note("send", _pickled(value), 0, 2)
+
+    def recv(self, source: int, tag: int = 0) -> Any:
+        """Point-to-point receive of a small picklable value."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        value = self.mpi.recv(source=source, tag=tag)
+        if _tr.active:
+            _tr.note("recv", 0, _pickled(value), 2)
+        return value
+
+    def Split(self, color: int, key: int) -> Comm:
+        """Collective: the communicator of the ranks passing the same ``color``, ordered by
+        ``key`` (MPI_Comm_split); not cached here."""
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        sub = Comm(self.mpi.Split(color, key))
+        if _tr.active:
+            _tr.note("Comm_split", 0, 0, self.size)
+        return sub
+
+    def note_call(self) -> None:
+        """Count a collective call made on ``self.mpi`` outside this class (MPI-IO)."""
+        if _tr.active and self.size > 1:
+            _tr.note("MPI-IO", 0, 0, self.size)
+
+
+if MPI is not None:
+    _MPI_OPS = {
+        "sum": MPI.SUM,
+        "prod": MPI.PROD,
+        "max": MPI.MAX,
+        "min": MPI.MIN,
+        "land": MPI.LAND,
+        "lor": MPI.LOR,
+    }
+else:  # pragma: no cover
+    _MPI_OPS = {}
+
+
+#: Checked mode (`d2o.runtime.funnel`): the argument check of the running public operation while
+#: it waits to ride on the operation's first agreement (`d2o.core.errors`); any other MPI call
+#: on the way runs it on its own first (``flush()``).
+pending_check: list = [None]
+
+#: The code of every `Comm` method that waits in MPI: a thread whose innermost frame runs
+#: one of them is inside an MPI call (read by the watchdog, `d2o.core.watchdog`).
+wait_points = frozenset(
+    getattr(Comm, name).__code__
+    for name in (
+        "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
+        "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+    )
+)  # fmt: skip
+
+_TYPE_CACHE: dict = {}
+#: the tag of `Comm.Sendrecv_many` (apart from the pickled ``send``/``recv``'s default 0)
+_P2P_TAG = 7301
+_FLAG_SEND = np.zeros(1, dtype=np.int8)
+_FLAG_RECV = np.zeros(1, dtype=np.int8)
+
+
+def _mpi_type(dtype: np.dtype):
+    """The MPI datatype matching a numpy dtype (bool, ints, floats, complex)."""
+    t = _TYPE_CACHE.get(dtype)
+    if t is None:
+        # The predefined type (built-in ops are defined on it), not dtlib's duplicate.
+        t = MPI._typedict.get(dtype.char) if dtype.isnative else None
+        if t is None:
+            from mpi4py.util import dtlib
+
+            t = dtlib.from_numpy_dtype(dtype)
+        _TYPE_CACHE[dtype] = t
+    return t
+
+
+_COMMS: list[Comm] = []
+_SERIAL = Comm(None)
+
+
+def as_comm(comm: Any = None) -> Comm:
+    """Return the cached `Comm` for ``comm`` (an mpi4py communicator, a `Comm` or None)."""
+    if comm is None:
+        return default_comm()
+    if isinstance(comm, Comm):
+        return comm
+    if MPI is None:
+        return _SERIAL
+    for c in _COMMS:
+        if c.mpi is comm or (c.mpi == comm):
+            return c
+    wrapped = Comm(comm)
+    _COMMS.append(wrapped)
+    return wrapped
+
+
+_DEFAULT: list[Comm] = []
+
+
+def default_comm() -> Comm:
+    """The communicator used when none is given: COMM_WORLD, or the serial stand-in."""
+    if _DEFAULT:
+        return _DEFAULT[0]
+    _DEFAULT.append(_SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
+    return _DEFAULT[0]
+
+
+def os_error(exc: BaseException, path: str) -> BaseException:
+    """Python's exception for a failed MPI-IO call (``MPI.Exception``), as a serial program
+    would get it: FileNotFoundError, PermissionError, FileExistsError, or OSError."""
+    import errno
+
+    if MPI is None or not isinstance(exc, MPI.Exception):
+        return exc
+    cls = exc.Get_error_class()
+    table = {
+        MPI.ERR_NO_SUCH_FILE: (FileNotFoundError, errno.ENOENT),
+        MPI.ERR_ACCESS: (PermissionError, errno.EACCES),
+        MPI.ERR_READ_ONLY: (PermissionError, errno.EROFS),
+        MPI.ERR_FILE_EXISTS: (FileExistsError, errno.EEXIST),
+        MPI.ERR_NO_SPACE: (OSError, errno.ENOSPC),
+        MPI.ERR_QUOTA: (OSError, errno.EDQUOT),
+    }
+    kind, code = table.get(cls, (OSError, errno.EIO))
+    return kind(code, f"{os.strerror(code)} (MPI-IO: {exc.Get_error_string()})", path)

@@ -1,0 +1,60 @@
+"""What the lower layers tell the runtime, and the runtime's state they read.
+
+d2o's layers import only downwards (docs/internals.md).  Where a lower layer must tell
+a higher one that something happened (an option changed, a trace started, the first
+mesh layout or 0-d view was made), it calls `fire` here, and the runtime
+(`d2o.runtime.funnel`) subscribes with `subscribe` when it is imported.  The flags
+below are written by the runtime and read, as plain list cells, on hot paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+__all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use"]
+
+#: 1 while a public operation runs (its inner calls are not wrapped again).
+depth = [0]
+#: True in controller mode, on every rank (`d2o.runtime.controller`).
+controlled = [False]
+#: In controller mode: "controller" on rank 0, "worker" on the others; else None.
+role: list = [None]
+#: True once a mesh layout was built in this process.
+mesh_in_use = [False]
+#: True once a 0-d view (`d2o.layouts.distributors.HeldScalar`) was made.
+held_in_use = [False]
+
+#: Event name -> callbacks, in the order they subscribed.
+_SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
+
+#: The events: "modes" (check_args changed, a trace entered or left), "mesh" (the first
+#: mesh layout), "held" (the first 0-d view), "registered" (public operations declared).
+EVENTS = ("modes", "mesh", "held", "registered")
+
+
+def subscribe(event: str, callback: Callable[[], None]) -> None:
+    """Call ``callback()`` whenever ``event`` fires (see `EVENTS`)."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown d2o event {event!r}")
+    _SUBSCRIBERS.setdefault(event, []).append(callback)
+
+
+def fire(event: str) -> None:
+    """Tell the subscribers of ``event``; nothing happens if none subscribed."""
+    for callback in _SUBSCRIBERS.get(event, ()):
+        callback()
+
+
+def use_mesh() -> None:
+    """A mesh layout was built: note it, once, and fire "mesh"."""
+    if not mesh_in_use[0]:
+        mesh_in_use[0] = True
+        fire("mesh")
+
+
+def use_held() -> None:
+    """A 0-d view was made: note it (and a mesh), once, and fire "held"."""
+    if not held_in_use[0]:
+        use_mesh()
+        held_in_use[0] = True
+        fire("held")

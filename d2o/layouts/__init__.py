@@ -1,0 +1,1 @@
+"""d2o.layouts: see docs/internals.md."""

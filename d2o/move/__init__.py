@@ -1,0 +1,1 @@
+"""d2o.move: see docs/internals.md."""

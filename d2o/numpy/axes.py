@@ -1,0 +1,244 @@
+"""`d2o.numpy`'s axis-local functions: their table entries.
+
+A function acting along some axes runs locally where they are whole on every rank, else
+after one exchange that makes them whole (`d2o.ops.axislocal.axis_local`).  ``roll``
+along a slab's split axis sends only the rows that cross a rank boundary (point to
+point); ``diagonal`` of a 2-d slab is local.  ``axis=None`` (the flattened array) takes
+the bounded fallback unless said otherwise.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array.base import Array as D2O
+from ..array.slabs import as_slab
+from ..core.errors import agreed
+from ..layouts.distributors import get_distributor, slab_distributor
+from ..move.halo import rows_for, slab_rows
+from ..move.redistribution import redistribute
+from ..ops import creation as _creation
+from ..ops.axislocal import _whole_along, axis_local, fallback
+from . import composed as _composed
+from .factories import _agreed_axes, _axis, _out_axis_drop, normalize_axis_index
+from .shapes import flip
+
+__all__ = ["fill", "roll", "apply_along_axis", "gradient", "diagonal", "take_along_axis"]
+
+
+def roll(a, shift, axis=None):
+    """numpy's ``roll`` along given axes: along a slab's split axis the rows that cross a
+    rank boundary move point to point (`_roll_split`), along other axes it is local
+    (axis-local).  ``axis=None`` rolls the flattened array: for 1-d input that is
+    ``axis=0``; for slabs split along axis 0 the flattened pieces are the pieces' own
+    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back; other
+    layouts take the fallback."""
+    if axis is None and isinstance(a, D2O):
+        if a.ndim == 1:
+            axis = 0
+        elif a.ndim > 1 and slab_rows(a.distributor) and a.distributor.axis == 0:
+            return roll(a.ravel(), shift, 0).reshape(a.shape)
+    if axis is None or not isinstance(a, D2O):
+        return fallback("roll", np.roll, (a, shift), {"axis": axis})
+    core = _agreed_axes(a, axis, allow_duplicate=True)
+    d = a.distributor
+    if slab_rows(d) and d.axis in core:
+        with agreed(d.comm):
+            net = dict.fromkeys(core, 0)
+            for sh, ax in np.broadcast(shift, axis):
+                net[int(ax) % a.ndim] += operator.index(sh)
+        rolled = _roll_split(a, net.pop(d.axis))
+        rest = [(ax, sh) for ax, sh in net.items() if sh]
+        if not rest:
+            return rolled
+        piece = np.roll(rolled.data, [sh for _, sh in rest], axis=[ax for ax, _ in rest])
+        return D2O._from_local(piece, d)
+    return axis_local("roll", lambda p: np.roll(p, shift, axis=axis), a, core)
+
+
+def _roll_split(a, s: int):
+    """``np.roll(a, s, axis)`` along the split axis of a slab layout: each rank takes
+    its new rows from old rows ``s`` before them (wrapping around), its own in place and
+    the others point to point (two rounds: before and after the wrap).  Collective."""
+    d = a.distributor
+    ax, n, b = d.axis, a.shape[d.axis], d.bounds()
+    s = s % n if n else 0
+    ranks = range(d.comm.size)
+    # new rows [0, s) are old rows [n - s, n); new rows [s, n) are old rows [0, n - s)
+    wrapped = [(min(b[r], s) + n - s, min(b[r + 1], s) + n - s) for r in ranks]
+    straight = [(max(b[r], s) - s, max(b[r + 1], s) - s) for r in ranks]
+    pieces = [arr for want in (wrapped, straight) for _, arr in rows_for(a.data, d, want).pieces]
+    return D2O._from_local(np.concatenate(pieces, axis=ax), d)
+
+
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """numpy's ``apply_along_axis`` (axis-local: rows of the other axes stay in place)."""
+    (ax,) = _agreed_axes(arr, operator.index(axis))
+
+    def out_axis(a: int, res_ndim: int) -> int:
+        return a if a < ax else a + res_ndim - arr.ndim
+
+    return axis_local("apply_along_axis",
+                      lambda p: np.apply_along_axis(func1d, ax, p, *args, **kwargs),
+                      arr, (ax,), out_axis=out_axis)  # fmt: skip
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """numpy's ``gradient`` with scalar spacings: one axis-local call per axis."""
+    axes = tuple(range(f.ndim)) if axis is None else _agreed_axes(f, axis)
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacing = list(varargs) * len(axes)
+    elif len(varargs) == len(axes) and all(np.ndim(v) == 0 for v in varargs):
+        spacing = list(varargs)
+    else:
+        return fallback(
+            "gradient", np.gradient, (f,) + varargs, {"axis": axis, "edge_order": edge_order}
+        )
+    out = [_gradient_one(f, k, h, edge_order) for k, h in zip(axes, spacing)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _gradient_one(f, k: int, h: Any, edge_order: Any):
+    """One axis of ``gradient``: shifted views along a slab's split axis (halo rows only;
+    `d2o.numpy.composed.gradient_along`), else axis-local."""
+    if (
+        _composed._split_slab_axis(f, k) is not None
+        and edge_order in (1, 2)
+        and f.shape[k] >= edge_order + 1
+        and f.dtype.kind in "iufc"
+    ):
+        return _composed.gradient_along(f, k, h, edge_order)
+    return axis_local(
+        "gradient", lambda p: np.gradient(p, h, axis=k, edge_order=edge_order), f, (k,)
+    )
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """numpy's ``diagonal`` (a copy here): 2-d slabs take the diagonal of their rows or
+    columns locally; other arrays act axis-locally over the two axes."""
+    a1, a2 = _agreed_axes(a, (axis1, axis2), allow_duplicate=True)
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+
+    a = as_slab(a)
+    d = a.distributor
+    if (
+        a.ndim == 2
+        and not d.replicated
+        and d.axis is not None
+        and d.comm.size > 1
+        and (a1, a2) in ((0, 1), (1, 0))
+    ):
+        return _slab_diagonal(a, offset if (a1, a2) == (0, 1) else -offset)
+    oa = _out_axis_drop((a1, a2), a.ndim, False)
+    return axis_local("diagonal", lambda p: np.diagonal(p, offset, a1, a2), a, (a1, a2),
+                      out_axis=lambda x, n: oa(x, n - 1))  # fmt: skip
+
+
+def _slab_diagonal(a: D2O, k: int) -> D2O:
+    d = a.distributor
+    n, m = a.shape
+    bounds = d.bounds()
+
+    def count(
+        lo: int, hi: int
+    ) -> int:  # diagonal elements (i, i + k) with i (or i + k) in [lo, hi)
+        if d.axis == 0:
+            s, e = max(lo, -k, 0), min(hi, m - k, n)
+        else:
+            s, e = max(lo - k, 0, -k), min(hi - k, n, m - k)
+        return max(0, e - s)
+
+    lengths = [count(bounds[r], bounds[r + 1]) for r in range(d.comm.size)]
+    lo = bounds[d.comm.rank]
+    piece = np.diagonal(a.data, k + lo if d.axis == 0 else k - lo).copy()
+    offs = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
+    return D2O._from_local(piece, slab_distributor((offs[-1],), d.comm, 0, offs, "freeform"))
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """numpy's ``take_along_axis`` (axis-local: both operands cut along another axis)."""
+    if axis is None or not isinstance(arr, D2O) or arr.ndim < 2:
+        return fallback("take_along_axis", np.take_along_axis, (arr, indices), {"axis": axis})
+
+    arr = as_slab(arr)
+    (ax,) = _agreed_axes(arr, axis)
+    idx = indices if isinstance(indices, D2O) else _creation.asarray(indices, dist=False)
+    if idx.ndim != arr.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    data, d = _whole_along(arr, (ax,))
+    if d.replicated:
+        it = get_distributor("not", idx.shape, d.comm)
+    else:
+        if idx.shape[d.axis] != arr.shape[d.axis]:
+            return fallback("take_along_axis", np.take_along_axis, (arr, indices), {"axis": axis})
+        it = d.slabs_like(idx.shape, d.axis)
+    idx = as_slab(idx)
+    piece = redistribute(idx.data, idx.distributor, it)
+    with agreed(d.comm):
+        res = np.take_along_axis(data, piece, axis=ax)
+    if d.replicated:
+        return D2O._from_local(res, get_distributor("not", res.shape, d.comm))
+    return D2O._from_local(
+        res,
+        d.slabs_like(res.shape[: d.axis] + (arr.shape[d.axis],) + res.shape[d.axis + 1 :], d.axis),
+    )
+
+
+def _descending(f: Callable, indices: bool) -> Callable:
+    """sort/argsort with the array API's ``descending`` (stable: equal keys keep their
+    order, from a stable ascending sort of the reversed axis)."""
+
+    def g(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+        kw = {} if stable is None else {"stable": stable}
+        if not descending:
+            return f(a, axis=axis, kind=kind, order=order, **kw)
+        if axis is None:
+            a, axis = (a.ravel() if isinstance(a, D2O) else np.ravel(a)), 0
+        ax = normalize_axis_index(axis, np.ndim(a))
+        rev = flip(a, ax) if isinstance(a, D2O) else np.flip(a, ax)
+        res = flip(f(rev, axis=ax, kind="stable", order=order), ax)
+        return (a.shape[ax] - 1) - res if indices else res
+
+    return g
+
+
+def fill(table: dict) -> None:
+    """Enter the axis-local functions (the sort machinery, `d2o.numpy.sorting`, refines
+    some of them later)."""
+    for n in ("partition argpartition diff unwrap nancumsum nancumprod "
+              "cumulative_sum cumulative_prod").split():  # fmt: skip
+        if hasattr(np, n):
+            table[n] = ("axis", _axis(getattr(np, n), n), "along the axis; axis=None (the "
+                        "flattened array) takes the fallback until the sort issue")  # fmt: skip
+    for n in ("percentile quantile nanmedian nanpercentile nanquantile").split():
+        note = "over given axes (axis=None: fallback until the sort issue)"
+        table[n] = ("axis", _axis(getattr(np, n), n, drop=True), note)
+    table["sort"] = ("axis", _descending(_axis(np.sort, "sort"), False), "axis=None: fallback")
+    table["argsort"] = (
+        "axis",
+        _descending(_axis(np.argsort, "argsort"), True),
+        "axis=None: fallback",
+    )
+    table["sort_complex"] = (
+        "axis",
+        lambda a: table["sort"][1](a.astype(np.result_type(a.dtype, np.complex64)), axis=-1),
+        "1-d: fallback until the sort issue",
+    )
+    for f in (roll, apply_along_axis, gradient, diagonal, take_along_axis):
+        table[f.__name__] = ("axis", f, "")
+    for n in ("packbits", "unpackbits"):
+        table[n] = ("axis", _axis(getattr(np, n), n), "axis=None takes the fallback")
+    table["diag"] = (
+        "axis",
+        lambda v, k=0: (
+            diagonal(v, k) if np.ndim(v) == 2 else fallback("diag", np.diag, (v,), {"k": k})
+        ),
+        "1-d input (building a matrix) takes the fallback",
+    )

@@ -1,0 +1,67 @@
+"""`d2o.numpy`'s I/O and the functions of no array data: their table entries.
+
+Readers distribute what they read (every rank reads, keeps its piece); ``load`` and
+``save`` of ``.npy`` files read and write each rank's part (`d2o.io`).  Functions of
+dtypes, shapes and settings (``result_type``, ``shape``, ``seterr``, windows, ...) are
+numpy's own on empty stand-ins: nothing moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array.base import Array as D2O
+from ..io import load as _load
+from ..io import save as _save
+from ..ops import creation as _creation
+from .factories import _handled, _meta
+
+__all__ = ["fill", "load", "save"]
+
+
+def _read_with(reader: Callable) -> Callable:
+    def f(*args: Any, dist: Any = None, **kwargs: Any) -> Any:
+        return _creation.asarray(reader(*args, **kwargs), dist=dist)
+
+    f.__doc__ = f"numpy's ``{reader.__name__}``, distributed after reading."
+    return f
+
+
+def load(file: Any, mmap_mode=None, allow_pickle=False, fix_imports=True, encoding="ASCII", *,
+         max_header_size=10000, dist: Any = None):  # fmt: skip
+    """numpy's ``load`` of a ``.npy`` file, each rank reading its part (d2o.io.load)."""
+    return _load(file)
+
+
+def save(file: Any, arr: Any, allow_pickle=True, fix_imports=True):
+    """numpy's ``save``: a distributed array writes its parts (d2o.io.save)."""
+    if isinstance(arr, D2O):
+        return _save(file, arr, overwrite=True)
+    return np.save(file, arr, allow_pickle=allow_pickle)
+
+
+def fill(table: dict) -> None:
+    """Enter the functions of no array data and the readers and writers."""
+    _handled(table, "meta", "shares_memory may_share_memory shape ndim size isrealobj "
+             "iscomplexobj")  # fmt: skip
+    for n in ("result_type can_cast promote_types min_scalar_type common_type mintypecode "
+              "isdtype issubdtype iterable isscalar typename broadcast_shapes get_printoptions "
+              "set_printoptions printoptions geterr seterr geterrcall seterrcall getbufsize "
+              "setbufsize format_float_positional format_float_scientific base_repr "
+              "binary_repr show_config show_runtime get_include info frompyfunc "
+              "tril_indices triu_indices diag_indices mask_indices ix_ isfortran "
+              "datetime_data busday_count busday_offset is_busday unravel_index").split():  # fmt: skip
+        if hasattr(np, n) and n not in table:
+            table[n] = ("meta", _meta(getattr(np, n)), "")
+    table["array_repr"] = ("meta", lambda arr, *a, **k: repr(arr), "")
+    table["array_str"] = ("meta", lambda a, *x, **k: str(a), "")
+    for n in "bartlett blackman hamming hanning kaiser".split():
+        table[n] = ("meta", getattr(np, n), "a window of scalars: numpy's own array")
+    for n in ("loadtxt genfromtxt fromfile frombuffer fromstring fromiter fromregex "
+              "from_dlpack").split():  # fmt: skip
+        table[n] = ("create", _read_with(getattr(np, n)), "every rank reads, keeps its piece")
+    table["load"] = ("create", load, ".npy: every rank reads only its part (d2o.io)")
+    table["save"] = ("create", save, ".npy: every rank writes its part (d2o.io)")

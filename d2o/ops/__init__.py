@@ -1,0 +1,1 @@
+"""d2o.ops: see docs/internals.md."""

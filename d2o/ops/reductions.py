@@ -1,0 +1,767 @@
+"""Reductions, declared once in a table and computed through one path.
+
+Each rank reduces its piece with numpy; when the distributed axis is among
+the reduced axes the per-rank partials are combined across ranks:
+
+* small results (``size * ranks <= D2O_SMALL_REDUCE``): one Allgather of the
+  partials, combined in rank order, so every rank gets bit-identical values;
+* large results: one Allreduce (MPI's built-in op where it matches numpy's
+  semantics, else a user-defined op running the numpy ufunc).
+
+Ranks holding no elements contribute the reduction's identity (for max/min:
+the dtype's lowest/highest value).  numpy's own errors and result dtypes come
+from running the numpy function on a "probe": an array of the global shape
+with every nonzero length replaced by 1.
+
+A reduction to a scalar returns a numpy scalar identical on every rank; over
+undistributed axes the result stays distributed; over the distributed axis it
+is replicated ('not').
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array.align import align
+from ..array.base import Array as D2O
+from ..array.slabs import as_slab
+from ..core import config as _config
+from ..core.comm import MPI, _mpi_type
+from ..core.errors import RECORD_HEADER, agreed, allgather_agreed, new_record
+from ..layouts.distributors import (
+    Distributor,
+    _normalize_axis,
+    get_distributor,
+    like,
+    slab_distributor,
+)
+from ..layouts.mesh import is_mesh, reduced_layout, sources, subcomm
+from ..move.redistribution import redistribute
+
+__all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
+
+_from_local = D2O._from_local
+
+
+def _lowest(dt: np.dtype) -> Any:
+    if dt.kind in "fc":
+        return -np.inf
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return False
+
+
+def _highest(dt: np.dtype) -> Any:
+    if dt.kind in "fc":
+        return np.inf
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return True
+
+
+def _nan_or(fallback: Callable) -> Callable:
+    return lambda dt: np.nan if dt.kind in "fc" else fallback(dt)
+
+
+# name: (numpy function, ufunc combining partials, fill for empty pieces or None, takes dtype=)
+REDUCTIONS: dict[str, tuple] = {
+    "sum": (np.sum, np.add, None, True),
+    "prod": (np.prod, np.multiply, None, True),
+    "nansum": (np.nansum, np.add, None, True),
+    "max": (np.max, np.maximum, _lowest, False),
+    "min": (np.min, np.minimum, _highest, False),
+    "nanmax": (np.nanmax, np.fmax, _nan_or(_lowest), False),
+    "nanmin": (np.nanmin, np.fmin, _nan_or(_highest), False),
+    "all": (np.all, np.logical_and, None, False),
+    "any": (np.any, np.logical_or, None, False),
+}
+REDUCTIONS["amax"] = REDUCTIONS["max"]
+REDUCTIONS["amin"] = REDUCTIONS["min"]
+# reductions whose numpy function is exactly ``ufunc.reduce`` for a plain ndarray
+_SIMPLE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+_SIMPLE["amax"], _SIMPLE["amin"] = _SIMPLE["max"], _SIMPLE["min"]
+
+_BUILTIN_OPS = {
+    (np.add, "iufc"),
+    (np.multiply, "iufc"),
+    (np.maximum, "iu"),
+    (np.minimum, "iu"),
+    (np.logical_and, "b"),
+    (np.logical_or, "b"),
+}
+_BUILTIN_NAME = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "max",
+    np.minimum: "min",
+    np.logical_and: "land",
+    np.logical_or: "lor",
+}
+_USER_OPS: dict = {}
+
+
+def _mpi_op(ufunc: np.ufunc, dtype: np.dtype):
+    """The MPI op combining like ``ufunc``: built-in where semantics match, else a numpy one."""
+    for uf, kinds in _BUILTIN_OPS:
+        if uf is ufunc and dtype.kind in kinds:
+            return _BUILTIN_NAME[ufunc]
+    key = (ufunc, dtype)
+    op = _USER_OPS.get(key)
+    if op is None:
+
+        def combine(inbuf, inoutbuf, datatype, _u=ufunc, _dt=dtype):
+            a = np.frombuffer(inbuf, dtype=_dt)
+            b = np.frombuffer(inoutbuf, dtype=_dt)
+            _u(a, b, out=b)
+
+        op = _USER_OPS[key] = MPI.Op.Create(combine, commute=True)
+    return op
+
+
+def combine_partials(
+    partial: np.ndarray, ufunc: np.ufunc, dist: Distributor | None, comm: Any = None
+) -> np.ndarray:
+    """Collective over ``comm`` (default ``dist.comm``): combine per-rank ``partial`` arrays
+    with ``ufunc``; identical on every rank."""
+    comm = dist.comm if comm is None else comm
+    if comm.size == 1:
+        return partial
+    if partial.size * comm.size <= _config.small_reduce():
+        stacked = comm.Allgather(partial)
+        return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
+    if partial.dtype.kind not in "biufc":
+        raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
+    _mpi_type(partial.dtype)
+    return comm.Allreduce(partial, _mpi_op(ufunc, partial.dtype))
+
+
+def _probe(obj: D2O) -> np.ndarray:
+    """A tiny array with the global array's zero-length pattern and dtype."""
+    return np.zeros(tuple(min(n, 1) for n in obj.shape), dtype=obj.dtype)
+
+
+_PROBE_DTYPES: dict = {}
+
+
+def _probe_dtype(fn: Callable, obj: D2O, **kwargs: Any) -> np.dtype:
+    """The result dtype of ``fn`` on ``obj`` (numpy's errors, from the probe); cached, so a
+    repeated call costs a dict lookup."""
+    try:
+        key = (fn, obj.dtype, obj.distributor.global_shape, tuple(kwargs.items()))
+        hit = _PROBE_DTYPES.get(key)
+    except TypeError:  # unhashable arguments
+        key, hit = None, None
+    if hit is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            hit = np.asarray(fn(_probe(obj), **kwargs)).dtype
+        if key is not None and len(_PROBE_DTYPES) < 4096:
+            _PROBE_DTYPES[key] = hit
+    return hit
+
+
+def _norm_axes(axis: Any, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+
+
+def _kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> Distributor:
+    """Layout of a result where the distributed axis was not reduced."""
+    if d.replicated:
+        return get_distributor("not", shape, d.comm)
+    if is_mesh(d):
+        return reduced_layout(d, axes, keepdims, shape)
+    ax = d.axis if keepdims else d.axis - sum(a < d.axis for a in axes)
+    return like(d, shape, axis=ax)
+
+
+def _wrap_result(res: Any, d: Distributor) -> Any:
+    if np.ndim(res) == 0:
+        return np.asarray(res)[()]
+    return _from_local(res, d)
+
+
+def store(res: Any, out: Any) -> Any:
+    """numpy's ``out=``: ``res`` written into the distributed array ``out`` (its layout kept,
+    one redistribution if the layouts differ); returns ``out`` (``res`` when out is None).
+
+    numpy's rules: ``out`` must have the result's shape, and the result must cast to
+    its dtype under ``'same_kind'``; the errors are raised before anything is written.
+    """
+    if out is None:
+        return res
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, D2O):
+        raise TypeError(f"out must be a distributed_data_object, not {type(out).__name__}")
+    shape, dtype = (
+        (res.shape, res.dtype) if isinstance(res, D2O) else (np.shape(res), np.asarray(res).dtype)
+    )
+    if out.shape != shape:
+        raise ValueError(f"output parameter has shape {out.shape}, the result has {shape}")
+    np.copyto(np.empty((), out.dtype), np.zeros((), dtype), casting="same_kind")
+    if isinstance(res, D2O):
+        out.data[...] = redistribute(res.data, res.distributor, out.distributor)
+    else:
+        out[...] = res
+    return out
+
+
+def reduce(
+    obj: D2O,
+    name: str,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Collective: the reduction ``name`` (a key of `REDUCTIONS`) of ``obj``."""
+    if axis is None and dtype is None and out is None and not keepdims and not kwargs:
+        # Fast path for obj.sum()/obj.max(): the ufunc's C reduce is what numpy's
+        # np.sum/np.max call for an ndarray, minus their Python wrappers.
+        uf = _SIMPLE.get(name)
+        if uf is not None:
+            d = obj.distributor
+            if (d.replicated or d.comm.size == 1) and type(obj.data) is np.ndarray:
+                res = uf.reduce(obj.data, axis=None)
+                return res if isinstance(res, np.generic) else np.asarray(res)[()]
+    if out is not None:
+        return store(reduce(obj, name, axis, dtype, None, keepdims, **kwargs), out)
+    fn, combine, fill, takes_dtype = REDUCTIONS[name]
+    if takes_dtype and dtype is not None:
+        kwargs["dtype"] = dtype
+    d = obj.distributor
+    if dtype is not None and not takes_dtype:
+        raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
+    if d.replicated or d.comm.size == 1:
+        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        if np.ndim(res) == 0:
+            return np.asarray(res)[()]
+        axes = _norm_axes(axis, d.ndim)
+        return _from_local(
+            res,
+            _kept_layout(d, res.shape, axes, keepdims)
+            if d.axis not in axes
+            else get_distributor("not", res.shape, d.comm),
+        )
+    if axis is None and not obj.dtype.hasobject:
+        return _full_reduce(obj, name, fn, combine, fill, kwargs, keepdims)
+    with agreed(d.comm):
+        rdtype, axes = _validate(obj, name, fn, axis, kwargs)
+    if is_mesh(d):
+        return _mesh_reduce(obj, fn, combine, fill, rdtype, axes, keepdims, kwargs)
+    if d.axis not in axes:
+        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        gshape = _reduced_shape(d.global_shape, axes, keepdims)
+        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+    pshape = _reduced_shape(obj.data.shape, axes, True)
+    if obj.data.shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
+        partial = np.full(pshape, fill(rdtype), dtype=rdtype)
+    else:
+        partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
+    total = combine_partials(partial, combine, d)
+    if not keepdims:
+        total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
+    return _wrap_result(total, get_distributor("not", total.shape, d.comm))
+
+
+def _full_reduce(
+    obj: D2O, name: str, fn: Callable, combine: np.ufunc, fill: Any, kwargs: dict, keepdims: bool
+) -> Any:
+    """Collective: a reduction over every axis in one Allgather of a 96-byte record per rank.
+
+    Each rank reduces its piece; its error flag and partial travel in one
+    record; every rank combines the partials in rank order, so the scalar is
+    bit-identical everywhere.
+    """
+    d = obj.distributor
+    error, rdtype = None, None
+    rec = new_record()
+    try:
+        rdtype, _ = _validate(obj, name, fn, None, kwargs)
+        data = obj.data
+        if data.size == 0 and fill is not None and "initial" not in kwargs:
+            val = fill(rdtype)
+        elif not kwargs and name in _SIMPLE:
+            val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
+        else:
+            val = fn(data, axis=None, **kwargs)
+        rec.view(rdtype)[RECORD_HEADER // rdtype.itemsize] = val
+    except Exception as exc:
+        error = exc
+    rows = allgather_agreed(d.comm, error, rec)
+    parts = rows.view(rdtype)[:, RECORD_HEADER // rdtype.itemsize]
+    if is_mesh(d):  # replicas hold the same elements: count each once
+        parts = parts[sources(d)]
+    total = rdtype.type(combine.reduce(parts, dtype=rdtype))
+    if keepdims:
+        full = np.full((1,) * d.ndim, total, dtype=rdtype)
+        return _from_local(full, get_distributor("not", full.shape, d.comm))
+    return total
+
+
+def _mesh_reduce(
+    obj: D2O,
+    fn: Callable,
+    combine: np.ufunc,
+    fill: Any,
+    rdtype: np.dtype,
+    axes: tuple,
+    keepdims: bool,
+    kwargs: dict,
+) -> Any:
+    """Collective in the sub-communicator of the mesh axes that split a reduced axis: local
+    partials combined there (local when no split axis is reduced); the result keeps the
+    mesh, those mesh axes now holding replicas."""
+    d = obj.distributor
+    gshape = _reduced_shape(d.global_shape, axes, keepdims)
+    target = reduced_layout(d, axes, keepdims, gshape)
+    mesh_axes = tuple(m for m, s in enumerate(d.split) if s is not None and s in axes)
+    if not mesh_axes:
+        return _from_local(fn(obj.data, axis=axes, keepdims=keepdims, **kwargs), target)
+    pshape = _reduced_shape(obj.data.shape, axes, True)
+    empty = any(obj.data.shape[d.split[m]] == 0 for m in mesh_axes)
+    if empty and fill is not None and "initial" not in kwargs:
+        partial = np.full(pshape, fill(rdtype), dtype=rdtype)
+    else:
+        partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
+    total = combine_partials(partial, combine, None, subcomm(d, mesh_axes))
+    if not keepdims:
+        total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
+    return _wrap_result(total, target)
+
+
+_PROBES: dict = {}
+
+
+def _validate(obj: D2O, name: str, fn: Callable, axis: Any, kwargs: dict) -> tuple:
+    """numpy's errors, result dtype and the normalised axes of a reduction (local).
+
+    Runs ``fn`` on the probe; successful signatures are cached, so repeated
+    calls cost a dict lookup.
+    """
+    try:
+        key = (name, obj.dtype, obj.shape, axis, tuple(kwargs.items()))
+        hit = _PROBES.get(key)
+    except TypeError:  # an unhashable argument (a list axis, a where= array)
+        key, hit = None, None
+    if hit is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
+        hit = (probe.dtype, _norm_axes(axis, obj.ndim))
+        if key is not None and len(_PROBES) < 4096:
+            _PROBES[key] = hit
+    return hit
+
+
+def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def _count(obj: D2O, axis: Any) -> int:
+    shape = obj.distributor.global_shape
+    if axis is None:
+        return obj.distributor.size
+    return math.prod(shape[a] for a in _norm_axes(axis, len(shape)))
+
+
+def mean(
+    obj: D2O, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+) -> Any:
+    """Collective: the arithmetic mean (numpy's dtypes: float64 for integer input)."""
+    if out is not None:
+        return store(mean(obj, axis, dtype, None, keepdims), out)
+    sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
+    total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
+    rdt = _probe_dtype(np.mean, obj, axis=axis, dtype=dtype)  # after the agreed sum: valid
+    n = _count(obj, axis)
+    if n:
+        res = total / n
+    else:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = total / n
+    return res.astype(rdt, copy=False) if isinstance(res, D2O) else rdt.type(res)
+
+
+def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -> Any:
+    """Collective: var (or std) over every axis in one Allgather of (count, mean, M2) per rank."""
+    d = obj.distributor
+    error, rdt = None, None
+    rec = new_record()
+    try:
+        rdt = _probe_dtype(np.var, obj, dtype=dtype, ddof=ddof)
+        cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
+        acc = np.complex128 if cplx else np.float64
+        x = obj.data
+        if x.size:  # count, mean (real, imag), sum of squared deviations
+            m = x.mean(dtype=acc)
+            dev = np.subtract(x, m, dtype=acc)
+            moments = (x.size, m.real, m.imag, np.vdot(dev, dev).real)
+            rec[RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)[:] = moments
+            del dev
+    except Exception as exc:
+        error = exc
+    rows = allgather_agreed(d.comm, error, rec)
+    recs = rows[:, RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)
+    if is_mesh(d):  # replicas hold the same elements: count each once
+        recs = recs[sources(d)]
+    n, mean, m2 = 0.0, 0.0, 0.0
+    for nb, re, im, m2b in recs:  # rank order: bit-identical on every rank
+        if nb == 0:
+            continue
+        mb = complex(re, im) if im else re
+        if n == 0:
+            n, mean, m2 = nb, mb, m2b
+            continue
+        tot = n + nb
+        delta = mb - mean
+        mean = mean + delta * (nb / tot)
+        m2 = m2 + m2b + abs(delta) ** 2 * (n * nb / tot)
+        n = tot
+    denom = max(n - ddof, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if denom == 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        res = np.float64(m2) / np.float64(denom)
+        if sqrt:
+            res = np.sqrt(res)
+    res = rdt.type(res)
+    if keepdims:
+        full = np.full((1,) * d.ndim, res, dtype=rdt)
+        return _from_local(full, get_distributor("not", full.shape, d.comm))
+    return res
+
+
+def var(
+    obj: D2O,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+) -> Any:
+    """Collective: the variance.
+
+    Over every axis (``axis=None``): one collective; each rank sends its
+    count, mean and sum of squared deviations, combined in rank order with
+    Chan et al.'s pairwise update.  Over some axes: numpy's two passes (mean,
+    then squared deviations).
+    """
+    if out is not None:
+        return store(var(obj, axis, dtype, None, ddof, keepdims), out)
+    d = obj.distributor
+    if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
+        return _moments_full(obj, dtype, ddof, keepdims, sqrt=False)
+
+    m = mean(obj, axis=axis, dtype=dtype, keepdims=True)
+    local_m = align(m, obj.distributor) if isinstance(m, D2O) else m
+    dev = np.subtract(obj.data, local_m, dtype=None if dtype is None else dtype)
+    if dev.dtype.kind == "c":
+        sq = np.abs(dev)
+        del dev
+        np.multiply(sq, sq, out=sq)
+    else:
+        sq = np.multiply(dev, dev, out=dev)
+    s = reduce(_from_local(sq, obj.distributor), "sum", axis=axis, keepdims=keepdims)
+    denom = max(_count(obj, axis) - ddof, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if denom == 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        return s / denom
+
+
+def std(
+    obj: D2O,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+) -> Any:
+    """Collective: the standard deviation, ``sqrt(var)`` (one collective for ``axis=None``)."""
+    if out is not None:
+        return store(std(obj, axis, dtype, None, ddof, keepdims), out)
+    d = obj.distributor
+    if axis is None and not d.replicated and d.comm.size > 1 and obj.dtype.kind in "biufc":
+        return _moments_full(obj, dtype, ddof, keepdims, sqrt=True)
+    return np.sqrt(var(obj, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def _stride(shape: tuple, ax: int) -> int:
+    out = 1
+    for n in shape[ax + 1 :]:
+        out *= n
+    return out
+
+
+def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
+    """This rank's candidates: global indices, values and the reduced axis."""
+    d = obj.distributor
+    data = obj.data
+    if axis is None:
+        data = data.reshape(-1)
+        if data.size:
+            li = int(fn(data))
+            gi = 0  # the local flat index, unravelled and re-ravelled globally (C order)
+            rest = li
+            for ax in range(d.ndim - 1, -1, -1):
+                n_loc = obj.data.shape[ax]
+                i = rest % n_loc
+                rest //= n_loc
+                i = int(d.global_indices(ax)[i])
+                gi += i * _stride(d.global_shape, ax)
+            return np.array([gi], dtype=np.int64), data[li : li + 1], 0
+        return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
+    ax = axes[0]
+    if data.shape[ax]:
+        li = np.expand_dims(fn(data, axis=ax), ax)
+        val = np.take_along_axis(data, li, axis=ax)
+        return d.global_indices(ax)[li].astype(np.int64), val, ax
+    shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
+    return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
+
+
+def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
+    """Collective: every rank's (value, global index) candidate, with the error agreement,
+    in one Allgather of a 96-byte record per rank."""
+    d = obj.distributor
+    error = None
+    rec = new_record()
+    h, isz = RECORD_HEADER, obj.dtype.itemsize
+    try:
+        _probe_dtype(fn, obj, axis=None, keepdims=keepdims)
+        gi, val, _ = _arg_local(obj, fn, None, ())
+        rec[h : h + 8] = gi.view(np.uint8)
+        rec[h + 8 : h + 8 + isz] = np.ascontiguousarray(val).view(np.uint8)
+    except Exception as exc:
+        error = exc
+    rows = allgather_agreed(d.comm, error, rec)
+    idxs = np.ascontiguousarray(rows[:, h : h + 8]).view(np.int64)
+    vals = np.ascontiguousarray(rows[:, h + 8 : h + 8 + isz]).view(obj.dtype)
+    return vals, idxs
+
+
+def _best_scalar(name: str, vals: np.ndarray, idxs: np.ndarray, lengths: list) -> int:
+    """The winning global index among the ranks' candidates, numpy's rules: the first NaN
+    wins, ties go to the lowest index (rank order is not index order for every axis)."""
+    best_v = best_i = None
+    argmax = name == "argmax"
+    for r, n in enumerate(lengths):
+        if not n:
+            continue
+        v, i = vals[r], int(idxs[r])
+        if best_v is None:
+            best_v, best_i = v, i
+            continue
+        vnan, bnan = v != v, best_v != best_v
+        if bnan:
+            better = vnan and i < best_i
+        elif vnan:
+            better = True
+        else:
+            better = (v > best_v if argmax else v < best_v) or (v == best_v and i < best_i)
+        if better:
+            best_v, best_i = v, i
+    return best_i
+
+
+def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    if out is not None:
+        return store(_arg(obj, name, axis, None, keepdims), out)
+    fn = np.argmax if name == "argmax" else np.argmin
+    d = obj.distributor
+    if d.replicated or d.comm.size == 1:
+        res = fn(obj.data, axis=axis, keepdims=keepdims)
+        if np.ndim(res) == 0:
+            return np.asarray(res)[()]
+        axes = _norm_axes(axis, d.ndim)
+        lay = (
+            _kept_layout(d, res.shape, axes, keepdims)
+            if d.axis not in axes
+            else get_distributor("not", res.shape, d.comm)
+        )
+        return _from_local(res, lay)
+    if axis is None and not obj.dtype.hasobject:
+        vals, idxs = _arg_full_records(obj, fn, keepdims)
+        ax = 0
+    else:
+        with agreed(d.comm):
+            fn(_probe(obj), axis=axis, keepdims=keepdims)
+            axes = _norm_axes(axis, d.ndim)
+        if is_mesh(d) and any(s in axes for s in d.split_axes()):  # no mesh algorithm yet
+            return _arg(as_slab(obj), name, axis, None, keepdims)
+        if axis is not None and d.axis not in axes:
+            res = fn(obj.data, axis=axis, keepdims=keepdims)
+            gshape = _reduced_shape(d.global_shape, axes, keepdims)
+            return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+        gi, val, ax = _arg_local(obj, fn, axis, axes)
+        vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
+    lengths = d.piece_sizes() if is_mesh(d) else d.lengths()
+    if axis is None and not keepdims:  # one candidate per rank: compare numpy scalars
+        return np.intp(_best_scalar(name, vals.reshape(-1), idxs.reshape(-1), lengths))
+    best_v, best_i = None, None
+    for r in range(d.comm.size):
+        if lengths[r] == 0:
+            continue
+        v, i = vals[r], idxs[r]
+        if best_v is None:
+            best_v, best_i = v.copy(), i.copy()
+            continue
+        # Ties (and NaNs, which win like in numpy) go to the lowest global index:
+        # rank order is not flat order when the distributed axis is not the first.
+        earlier = i < best_i
+        cmp = (v > best_v) if name == "argmax" else (v < best_v)
+        better = cmp | ((v == best_v) & earlier)
+        if v.dtype.kind in "fc":
+            vnan, bnan = np.isnan(v), np.isnan(best_v)
+            better = np.where(bnan, vnan & earlier, vnan | better)
+        best_v = np.where(better, v, best_v)
+        best_i = np.where(better, i, best_i)
+    if axis is None:
+        res = best_i.reshape(()) if not keepdims else best_i.reshape((1,) * d.ndim)
+    else:
+        res = best_i if keepdims else np.squeeze(best_i, axis=ax)
+    res = res.astype(np.intp, copy=False)
+    return _wrap_result(res, get_distributor("not", res.shape, d.comm))
+
+
+# -- accumulations ----------------------------------------------------------------
+
+_ASSOCIATIVE = {
+    np.add,
+    np.multiply,
+    np.maximum,
+    np.minimum,
+    np.fmax,
+    np.fmin,
+    np.logical_and,
+    np.logical_or,
+    np.logical_xor,
+    np.bitwise_and,
+    np.bitwise_or,
+    np.bitwise_xor,
+}
+
+
+def ravel(obj: D2O) -> D2O:
+    """Collective: the flattened (C-order) array, distributed along its only axis.
+
+    Local when the array is distributed along axis 0; otherwise one
+    redistribution to axis 0 first.
+    """
+    d = obj.distributor
+    if d.replicated or d.comm.size == 1:
+        data = obj.data.reshape(-1)
+        lay = (
+            get_distributor("not", data.shape, d.comm)
+            if d.replicated
+            else like(d, data.shape, axis=0)
+        )
+        return _view_if_shared(obj, data, lay)
+    src = obj
+    if d.axis != 0:
+        obj = obj.copy(distribution_strategy="equal", axis=0)
+        d = obj.distributor
+    inner = int(np.prod(d.global_shape[1:], dtype=np.int64))
+    offsets = [o * inner for o in d.bounds()]
+    strategy = d.strategy if d.strategy in ("equal", "fftw") and inner == 1 else "freeform"
+    lay = slab_distributor((d.size,), d.comm, 0, offsets, strategy)
+    return _view_if_shared(src, obj.data.reshape(-1), lay)
+
+
+def _view_if_shared(src: D2O, data: np.ndarray, lay: Any) -> D2O:
+    """numpy's ravel/reshape rule: a view of ``src`` where its memory is reused."""
+    if np.may_share_memory(data, src.data):
+        return src._view(data, lay)
+    return _from_local(data, lay)
+
+
+def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype: Any) -> D2O:
+    if axis is None:
+        obj, axis = ravel(obj), 0
+    d = obj.distributor
+    with agreed(d.comm):
+        ax = _normalize_axis(axis, d.ndim)
+    if d.replicated or d.comm.size == 1 or ax != d.axis:
+        return _from_local(local_fn(obj.data, axis=ax, dtype=dtype), d)
+    if ufunc not in _ASSOCIATIVE:
+        other = next((a for a in range(d.ndim) if a != ax), None)
+        if other is None:  # 1-d: the whole array on every rank (an implicit gather)
+            there = get_distributor("not", d.global_shape, d.comm)
+        else:
+            there = get_distributor("equal", d.global_shape, d.comm, other)
+        acc = local_fn(redistribute(obj.data, d, there), axis=ax, dtype=dtype)
+        strategy = d.strategy if d.strategy != "freeform" else "equal"
+        back = get_distributor(strategy, d.global_shape, d.comm, ax)
+        return _from_local(redistribute(acc, there, back), back)
+    acc = local_fn(obj.data, axis=ax, dtype=dtype)
+    n = acc.shape[ax]
+    last = (
+        np.take(acc, [n - 1], axis=ax)
+        if n
+        else np.zeros(tuple(1 if i == ax else s for i, s in enumerate(acc.shape)), dtype=acc.dtype)
+    )
+    stacked = d.comm.Allgather(last)
+    lengths = d.lengths()
+    prior = [stacked[r] for r in range(d.comm.rank) if lengths[r]]
+    if prior and n:
+        prefix = prior[0]
+        for p in prior[1:]:
+            prefix = ufunc(prefix, p)
+        ufunc(prefix, acc, out=acc)
+    return _from_local(acc, d)
+
+
+def ufunc_reduce(
+    ufunc: np.ufunc,
+    obj: Any,
+    axis: Any = 0,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``ufunc.reduce`` on a distributed object (numpy's default axis=0)."""
+    for name, (_, combine, _, _) in REDUCTIONS.items():
+        if combine is ufunc and name in ("sum", "prod", "max", "min", "all", "any"):
+            if ufunc in (np.logical_and, np.logical_or) and obj.dtype.kind != "b":
+                break
+            return reduce(obj, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+    if ufunc in _ASSOCIATIVE:
+        REDUCTIONS.setdefault(ufunc.__name__, (ufunc.reduce, ufunc, None, True))
+        return reduce(
+            obj, ufunc.__name__, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs
+        )
+    return NotImplemented
+
+
+def ufunc_accumulate(
+    ufunc: np.ufunc, obj: Any, axis: int = 0, dtype: Any = None, out: Any = None
+) -> Any:
+    """``ufunc.accumulate`` on a distributed object."""
+    if out is not None:
+        return NotImplemented
+    return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
+
+
+def arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``argmax``/``argmin`` (``name``) of the global array; collective."""
+    return _arg(obj, name, axis, out, keepdims)
+
+
+def cumulative(obj: D2O, name: str, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``cumsum``/``cumprod`` (``name``) along ``axis`` (flattened when None); collective."""
+    uf, fn = (np.add, np.cumsum) if name == "cumsum" else (np.multiply, np.cumprod)
+    return store(_accumulate(obj, uf, fn, axis, dtype), out)

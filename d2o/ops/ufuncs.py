@@ -1,0 +1,360 @@
+"""Element-wise arithmetic: Python operators and numpy ufuncs on distributed objects.
+
+Everything goes through one path, `apply_ufunc`.  The operators are
+generated from tables.  Fast path: operands that are scalars or arrays of the
+very same layout cost one numpy call on the local pieces plus the wrapping.
+Otherwise every operand is aligned to the result's layout: numpy arrays are
+cut locally (no communication), distributed operands of another layout are
+redistributed (never gathered, unless broadcasting along the distributed axis
+really needs every element on every rank).
+
+Layout rule for mixed operands: ``out``'s layout when given; otherwise the
+first distributed operand whose distributed axis survives broadcasting;
+replicated operands are cut locally; all-replicated inputs give a replicated
+result.
+"""
+
+from __future__ import annotations
+
+import dis
+import itertools
+import sys
+from sys import getrefcount
+from typing import Any
+
+import numpy as np
+
+from ..array.align import SCALARS, _shape_of, align, align_out, align_parts, result_layout
+from ..array.base import Array as D2O
+from ..array.slabs import on_slabs as _on_slabs
+from ..core.errors import agreed, defer
+from ..layouts.distributors import Distributor, get_distributor
+from ..move.halo import Parts
+from . import reductions as _reductions
+from .linalg import matmul
+
+__all__ = ["apply_ufunc", "align", "result_layout"]
+
+_from_local = D2O._from_local
+_SCALARS = SCALARS
+
+
+def _wrap(result: Any, dist: Distributor) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_from_local(r, dist) for r in result)
+    return _from_local(result, dist)
+
+
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """Apply a numpy ufunc (method ``'__call__'``, ``'reduce'``, ``'accumulate'``)."""
+    if method in ("reduce", "accumulate"):
+        fn = _reductions.ufunc_reduce if method == "reduce" else _reductions.ufunc_accumulate
+        # no mesh algorithm yet: mesh operands run on their slab equivalents
+        return _on_slabs(fn, method, (ufunc, *inputs), kwargs)
+    if method != "__call__":
+        return NotImplemented
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    shapes = [_shape_of(x) for x in inputs]
+    first = next((x for x in inputs + outs if isinstance(x, D2O)), None)
+    with agreed(first.distributor.comm):
+        shape = np.broadcast_shapes(*shapes)
+        for o in outs:
+            if o is not None and not isinstance(o, D2O):
+                raise TypeError("out= must be a distributed_data_object for distributed inputs")
+            if o is not None and o.shape != shape:
+                raise ValueError(
+                    f"non-broadcastable output operand with shape {o.shape} doesn't match "
+                    f"the broadcast shape {shape}"
+                )
+        if outs and outs[0] is not None:
+            target = outs[0].distributor
+        else:
+            target = result_layout(list(inputs), shape)
+    where = kwargs.get("where", True)
+    # shifted slab operands come as Parts (boundary rows only); others aligned whole
+    local_in = [align_parts(x, target) if where is True else None for x in inputs]
+    local_in = [align(x, target) if p is None else p for x, p in zip(inputs, local_in)]
+    if where is not True:
+        kwargs["where"] = align(where, target)
+    local_out = tuple(None if o is None else align_out(o, target) for o in outs)
+    try:
+        if any(isinstance(x, Parts) for x in local_in):
+            result = _segmented(ufunc, local_in, shapes, local_out, kwargs, target)
+        else:
+            if outs:
+                kwargs["out"] = local_out
+            result = ufunc(*local_in, **kwargs)
+    except Exception as exc:  # data-dependent: only some ranks may see it (see _failed)
+        firsts = [x.pieces[0][1] if isinstance(x, Parts) else x for x in local_in]
+        result = _failed(exc, target, ufunc, firsts)
+    if outs:
+        wrapped = tuple(
+            o if o is not None else _from_local(r, target)
+            for o, r in zip(outs, result if isinstance(result, tuple) else (result,))
+        )
+        return wrapped if len(wrapped) > 1 else wrapped[0]
+    return _wrap(result, target)
+
+
+def _segmented(
+    ufunc: np.ufunc, ins: list, shapes: list, outs: tuple, kwargs: dict, target: Distributor
+) -> Any:
+    """``ufunc`` on this rank's piece of ``target`` where some operands are `Parts`: one
+    call per box of the grid the pieces' boundaries draw along the split axes (each box
+    inside one piece of every operand), written into the result; no operand is copied
+    whole.  ``shapes``: the operands' global shapes (extent 1 broadcasts).  Local."""
+    parts = [x for x in ins if isinstance(x, Parts)]
+    if any(o is not None and p.shares_memory(o) for o in outs for p in parts):
+        # an output overlapping a shifted input: numpy's semantics need whole copies
+        ins = [x.assemble() if isinstance(x, Parts) else x for x in ins]
+        return ufunc(*ins, out=outs, **kwargs) if outs else ufunc(*ins, **kwargs)
+    axes, nd = target.split_axes(), target.ndim
+
+    def cut(x: Any, shape: tuple, box: dict) -> Any:
+        shift = nd - len(shape)
+        if isinstance(x, Parts):  # whole along the axes it broadcasts over
+            return x.segment({a - shift: r for a, r in box.items() if a >= shift})
+        if not isinstance(x, np.ndarray):
+            return x
+        return x[
+            tuple(
+                slice(*box[a + shift]) if a + shift in box and n != 1 else slice(None)
+                for a, n in enumerate(shape)
+            )
+        ]
+
+    def call(box: dict, out: tuple | None) -> Any:
+        args = [cut(x, sh, box) for x, sh in zip(ins, shapes)]
+        if out is None:
+            return ufunc(*args, **kwargs)
+        sub = tuple(slice(*box[a]) if a in box else slice(None) for a in range(nd))
+        return ufunc(*args, out=tuple(o[sub] for o in out), **kwargs)
+
+    # one call on an empty box first, on every rank (even one holding nothing): numpy's
+    # result dtypes, and its type and casting errors raised everywhere alike
+    empty = {a: (0, 0) for a in axes}
+    if outs and all(o is not None for o in outs):
+        call(empty, outs)
+    else:
+        probe = call(empty, None)
+        probe = probe if isinstance(probe, tuple) else (probe,)
+        given = outs or (None,) * len(probe)
+        outs = tuple(
+            np.empty(target.local_shape, dtype=r.dtype) if o is None else o
+            for o, r in zip(given, probe)
+        )
+    shifted = [(x, nd - len(sh)) for x, sh in zip(ins, shapes) if isinstance(x, Parts)]
+    grids = []
+    for a in axes:
+        cuts = [p.cuts(a - k) for p, k in shifted if a >= k]
+        edges = sorted(set().union(*cuts) | {0, target.local_shape[a]})
+        grids.append([(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo])
+    for cell in itertools.product(*grids):
+        call(dict(zip(axes, cell)), outs)
+    return outs if len(outs) > 1 else outs[0]
+
+
+def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if ufunc.signature is not None:
+        # Generalized ufuncs (matmul, vecdot, ...) are not element-wise: applying them to
+        # the local pieces would be wrong.  matmul has a distributed implementation.
+        if ufunc is np.matmul and method == "__call__" and not kwargs:
+            return _on_slabs(matmul, "matmul", inputs, {})
+        return NotImplemented
+    if method == "__call__" and not kwargs:
+        # Fast path (np.sqrt(obj), np.add(obj, 1)): Python scalars, numpy scalars and
+        # operands of self's very layout need no alignment and no agreement (their
+        # shapes match on every rank by construction); the layout is result_layout's.
+        d = self.distributor
+        if not d.replicated or d is get_distributor("not", d.global_shape, d.comm):
+            local: list = []
+            for x in inputs:
+                if isinstance(x, D2O):
+                    if x.distributor is not d:
+                        break
+                    local.append(x.data)
+                elif isinstance(x, _SCALARS):
+                    local.append(x)
+                else:
+                    break
+            else:
+                try:
+                    return _wrap(ufunc(*local), d)
+                except Exception as exc:  # data-dependent: only some ranks may see it
+                    return _wrap(_failed(exc, d, ufunc, local), d)
+    for x in inputs + kwargs.get("out", ()):
+        if hasattr(x, "__array_ufunc__") and not isinstance(x, (D2O, np.ndarray, np.generic)):
+            return NotImplemented
+    return apply_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any:
+    """A numpy error of purely local work: raised at once on one process, else deferred to
+    the next collective (`d2o.core.errors.defer`); returns a placeholder of zeros.
+
+    Only value errors depend on the data (integer ``**`` negative, ``np.errstate``'s
+    FloatingPointError); type errors (casting rules) are the same on every rank and
+    raised at once.
+    """
+    if not isinstance(exc, (ValueError, ArithmeticError)):
+        raise exc
+    defer(d.comm, exc)
+    try:
+        dtypes = ufunc.resolve_dtypes(
+            tuple(np.asarray(x).dtype for x in local) + (None,) * ufunc.nout
+        )
+        outs = dtypes[ufunc.nin :]
+    except Exception:
+        outs = (np.result_type(*local),) * ufunc.nout
+    zeros = tuple(np.zeros(d.local_shape, dtype=dt) for dt in outs)
+    return zeros if ufunc.nout > 1 else zeros[0]
+
+
+# The operators' fast paths (scalars, operands of the very same layout) apply Python's
+# operator to the local ndarray, so numpy's operator special cases (``a ** 2`` is
+# ``square``) hold too; everything else is `apply_ufunc`.
+#
+# Temporaries are reused, as numpy does for its own: in ``0.25 * (a + b + c)`` the
+# result of ``a + b`` is referenced by the interpreter's stack alone, so ``+ c`` and
+# ``0.25 *`` may write into its piece instead of allocating (and first touching) a new
+# one.  An operand is such a temporary when its reference count inside `binary` or
+# `reflected` is the count `_calibrate` measured for one, its piece is large, owns its
+# memory and is referenced by nothing else (no view, no local_data handed out), and the
+# result has its dtype and shape, and the calling frame is executing a binary operator
+# (an explicit ``x.__add__(y)`` of a named ``x`` shows the same count; numpy inspects its C
+# stack for the same reason).  Any wrapper in between (the trace, controller mode) raises
+# the count or hides the operator, which only switches the reuse off.
+
+_ELIDE_BYTES = 256 * 1024  # numpy's threshold for its own temporaries
+
+
+def _probe_refs(self: Any, other: Any) -> int:
+    return getrefcount(self)
+
+
+class _Probe:
+    def __add__(self, other: Any) -> int:
+        return _probe_refs(self, other)
+
+    __radd__ = __add__
+
+
+def _calibrate() -> int | None:
+    """The reference count of a temporary operand inside `binary` (the same call depth),
+    or None where a named operand shows no more (then nothing is reused)."""
+    named = _Probe()
+    in_named, in_temp = named + 0, _Probe() + 0
+    r_named, r_temp = 0 + named, 0 + _Probe()
+    if in_temp == r_temp and in_named > in_temp and r_named > r_temp:
+        return in_temp
+    return None  # pragma: no cover - an interpreter that borrows stack references
+
+
+# 3.10's frames count differently; not measured there, so nothing is reused
+_TEMP = _calibrate() if sys.version_info >= (3, 11) else None
+
+
+_OPERATOR_CODES = frozenset(
+    code for name, code in dis.opmap.items() if name.startswith(("BINARY_", "INPLACE_"))
+) - {dis.opmap.get("BINARY_SUBSCR")}
+
+
+def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
+    """Compute ``self <op> other`` (``other <op> self`` with ``swap``) into self's piece
+    when self is a temporary that can hold the result (see above); False otherwise."""
+    data = self.data
+    if data.nbytes < _ELIDE_BYTES or ufunc is np.power or getrefcount(data) != 3:
+        return False  # 3: self.data, `data`, getrefcount's argument
+    if data.base is not None or not data.flags.writeable:
+        return False
+    caller = sys._getframe(3)  # _reuse <- binary/reflected <- __add__ <- the caller
+    if caller.f_code.co_code[caller.f_lasti] not in _OPERATOR_CODES:
+        return False
+    if isinstance(other, D2O):
+        kind: Any = other.dtype
+        shape = other.shape
+    elif isinstance(other, (int, float, complex)) and not isinstance(other, np.generic):
+        kind, shape = type(other), ()
+    elif isinstance(other, (np.ndarray, np.generic)):
+        kind, shape = other.dtype, other.shape
+    else:
+        return False
+    try:
+        ins = (kind, data.dtype) if swap else (data.dtype, kind)
+        if ufunc.resolve_dtypes((*ins, None))[-1] != data.dtype:
+            return False
+        if np.broadcast_shapes(self.shape, shape) != self.shape:
+            return False
+    except Exception:
+        return False
+    if isinstance(other, D2O) and other.distributor is not self.distributor:
+        if self.distributor.replicated:  # the result lies on other's layout, not self's
+            return False
+        apply_ufunc(ufunc, "__call__", (other, self) if swap else (self, other), {"out": (self,)})
+        return True
+    local = other.data if isinstance(other, D2O) else other
+    if isinstance(other, np.ndarray) and not self.distributor.replicated:
+        local = align(other, self.distributor)
+    ufunc(*((local, data) if swap else (data, local)), out=data)
+    return True
+
+
+def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
+    """``self <op> other``."""
+    try:
+        if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
+            return self
+        if isinstance(other, _SCALARS):
+            return _from_local(pyop(self.data, other), self.distributor)
+        if isinstance(other, D2O):
+            if other.distributor is self.distributor:
+                return _from_local(pyop(self.data, other.data), self.distributor)
+        elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
+            return NotImplemented
+    except Exception as exc:
+        local = [self.data, other.data if isinstance(other, D2O) else other]
+        return _from_local(_failed(exc, self.distributor, ufunc, local), self.distributor)
+    return apply_ufunc(ufunc, "__call__", (self, other), {})
+
+
+def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
+    """``other <op> self`` (``__radd__``, ...)."""
+    if isinstance(other, _SCALARS):
+        try:
+            if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, True):
+                return self
+            return _from_local(pyop(other, self.data), self.distributor)
+        except Exception as exc:
+            failed = _failed(exc, self.distributor, ufunc, [other, self.data])
+            return _from_local(failed, self.distributor)
+    return apply_ufunc(ufunc, "__call__", (other, self), {})
+
+
+def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
+    """``self <op>= other`` (``__iadd__``, ...): in self's layout."""
+    try:
+        if isinstance(other, _SCALARS):
+            self.data = pyop(self.data, other)
+            return self
+        if isinstance(other, D2O) and other.distributor is self.distributor:
+            self.data = pyop(self.data, other.data)
+            return self
+    except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
+        defer(self.distributor.comm, exc)
+        return self
+    apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+    return self
+
+
+def unary(self: D2O, ufunc: np.ufunc) -> D2O:
+    """``-self``, ``abs(self)``, ...: local."""
+    try:
+        return _from_local(ufunc(self.data), self.distributor)
+    except Exception as exc:
+        return _from_local(_failed(exc, self.distributor, ufunc, [self.data]), self.distributor)
+
+
+def conjugate(self: D2O) -> D2O:
+    """The complex conjugate; local."""
+    return _from_local(np.conjugate(self.data), self.distributor)

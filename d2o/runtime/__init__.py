@@ -1,0 +1,1 @@
+"""d2o.runtime: see docs/internals.md."""

@@ -1,0 +1,267 @@
+"""Controller mode (DistNumPy's model): rank 0 runs the program, the other ranks serve.
+
+``mpiexec -n P python -m d2o.run script.py`` (see `d2o.run`) starts P processes; rank 0
+executes the script, ranks > 0 execute the d2o operations rank 0 sends them.  The
+script is sequential: it prints once, opens files once, needs no ``if rank == 0``.
+
+How it works.  Every public operation already passes the funnel (`d2o.runtime.funnel`).  In
+controller mode the funnel hands each outermost call on rank 0 to `_call`
+(`d2o.runtime.controller_calls`), which
+
+* pickles a *command* (the operation's number, its arguments with every d2o object
+  replaced by a handle) and queues it;
+* sends it at once when the operation has a large operand (`_ahead`), none (creation),
+  or communicated the last time it ran, so that the workers compute while rank 0 does;
+  otherwise the queue travels as one batch on rank 0's next MPI call (a chain of small
+  element-wise operations costs one message), at 64 commands, or when the program ends;
+* runs the operation on rank 0 as usual (rank 0 holds and computes its own piece);
+* numbers the d2o objects the operation returns: handles ``(command, position)``,
+  which the workers assign to their own results in the same order.
+
+Only this metadata travels from rank 0 (recorded in a trace as ``command`` calls);
+array data moves only as the operations themselves move it, except that a large numpy
+array made distributed by a creation function is scattered (`_Piece`: each worker
+receives its box).  Handles freed on rank 0 (garbage collection) are freed on the
+workers with the next batch, before the commands queued after their death.
+
+Errors: an operation that fails on rank 0 before anything was sent is dropped from
+the queue (the workers never see it); one that fails later is failed on every rank by
+d2o's agreed errors, and its results are discarded everywhere.  Before a command that
+communicates, the ranks agree on the queued ones (one Allreduce, only when some were
+queued): a failure on a worker is raised in the script then, the command skipped
+everywhere, so nothing waits in a collective alone.  Ctrl-C (SIGINT) on rank 0 is
+held back while a sent operation runs and raised as KeyboardInterrupt when it has
+finished, so the workers stay in step.
+
+The modules: `d2o.runtime.controller_state` (the state, shared by reference),
+`.controller_wire` (handles, the pickled commands, `_Piece`), `.controller_calls` (rank 0's
+call path, `_send`, `flush`), `.controller_worker` (`serve`), and this one: starting and
+stopping the mode, the script's communicator.  Their names stay importable from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+from ..core import watchdog as _watchdog
+from ..core.comm import MPI, Comm, default_comm
+from . import funnel as _funnel
+from .controller_calls import (  # noqa: F401 - re-exported
+    _before_comm,
+    _call,
+    _release_sigint,
+    _send,
+    flush,
+    install_sigint,
+)
+from .controller_state import (  # noqa: F401 - the state, re-exported (shared cells)
+    _AHEAD_BYTES,
+    _CODES,
+    _ERR_TAG,
+    _FNS,
+    _HEADER,
+    _KEYS,
+    _LENGTH,
+    _MAX_BYTES,
+    _MAX_QUEUED,
+    _NONE,
+    _PICKLER,
+    _PIECE_TAG,
+    _SCATTER_BYTES,
+    _SCATTERING,
+    _SCRIPT_COMM,
+    ControllerError,
+    _comm,
+    _discard,
+    _failed,
+    _flushed,
+    _freed,
+    _handles,
+    _headers,
+    _new_codes,
+    _objects,
+    _outgoing,
+    _pending_reports,
+    _poisoned,
+    _queue,
+    _queued_bytes,
+    _refs,
+    _reports,
+    _requests,
+    _seq,
+    _sigint,
+    _talked,
+    _talks,
+    _turn,
+    _unagreed,
+    is_controller,
+    role,
+)
+from .controller_wire import (  # noqa: F401 - re-exported
+    _dumps,
+    _Pickler,
+    _Piece,
+    _Unpickler,
+)
+from .controller_worker import _execute, serve  # noqa: F401 - re-exported
+
+__all__ = ["ControllerError", "start_controller", "serve", "flush", "stop", "is_controller"]
+
+
+# -- starting and stopping ----------------------------------------------------------------
+
+
+#: Operations the funnel does not record but controller mode must send: properties that
+#: make arrays, random numbers, layouts, options, and the d2o.numpy submodules' own.
+_EXTRA: tuple = (
+    (
+        "d2o.api.array",
+        "distributed_data_object",
+        ("T", "mT", "real", "imag", "get_local_data", "set_local_data", "local_array"),
+    ),
+    ("d2o.ops.random", "Generator", None),
+)
+_EXTRA_FUNCTIONS: tuple = (
+    ("d2o.ops.random", None),
+    ("d2o.layouts.mesh", ("layout",)),
+    ("d2o.core.config", ("set_options",)),
+    ("d2o.numpy.linalg", None),
+    ("d2o.numpy.fft", None),
+)
+
+
+def _register_extra() -> None:
+    for mod_name, cls_name, attrs in _EXTRA:
+        cls = getattr(importlib.import_module(mod_name), cls_name)
+        names = attrs or [
+            a
+            for a, v in vars(cls).items()
+            if isinstance(v, types.FunctionType) and (not a.startswith("_") or a == "__init__")
+        ]
+        for a in names:
+            _funnel.register(cls, a, a)
+    for mod_name, names in _EXTRA_FUNCTIONS:
+        mod = importlib.import_module(mod_name)
+        if names is None:
+            names = [
+                n
+                for n, v in vars(mod).items()
+                if isinstance(v, types.FunctionType)
+                and v.__module__ == mod_name
+                and not n.startswith("_")
+            ]
+        _funnel.register_functions(mod_name, list(names))
+
+
+def _refuse(what: str) -> Any:
+    raise ControllerError(
+        f"{what} is not available in controller mode: only rank 0 runs the script, so a "
+        "communicator call would wait for ranks that never make it.  Use d2o operations "
+        "(they run on every rank), or run the script SPMD: mpiexec -n P python script.py"
+    )
+
+
+class _ScriptComm:
+    """What the script gets for a communicator in controller mode: ``rank`` (0) and
+    ``size`` (P) work, any call refuses with `ControllerError`; ``comm=`` takes it."""
+
+    def __init__(self, size: int) -> None:
+        self.rank, self.size = 0, size
+
+    def Get_rank(self) -> int:  # noqa: N802 - mpi4py's names
+        return 0
+
+    def Get_size(self) -> int:  # noqa: N802
+        return self.size
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _refuse(f"the communicator's {name}")
+
+    def __repr__(self) -> str:
+        return f"<d2o controller-mode communicator: rank 0 of {self.size}; calls refused>"
+
+
+def _script_comm() -> Any:
+    return _SCRIPT_COMM[0]
+
+
+def _script_comm_of(fget: Any) -> property:
+    """``x.comm``: `_ScriptComm` for the script on rank 0, else ``fget``'s (d2o's own)."""
+
+    def comm(self: Any) -> Any:
+        if role[0] == "controller" and not _funnel._depth[0]:
+            return _SCRIPT_COMM[0]
+        return fget(self)
+
+    return property(comm, doc=fget.__doc__)
+
+
+_COMM_METHODS = (
+    "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
+    "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+)  # fmt: skip
+
+
+def _guard(method: Any) -> Any:
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _before_comm()
+        return method(self, *args, **kwargs)
+
+    guarded.__name__ = method.__name__
+    guarded.__doc__ = method.__doc__
+    return guarded
+
+
+def _start(rank: int) -> None:
+    if MPI is None:
+        raise ControllerError("controller mode needs MPI (mpi4py); D2O_MPI=0 switches it off")
+    world = default_comm()
+    _watchdog.stop()  # controller mode has its own handling of failures
+    _watchdog.uninstall_excepthook()
+    _comm[0] = world.mpi.Dup()
+
+    import d2o.numpy  # noqa: F401 - every rank knows every operation from the start
+
+    _register_extra()
+    _funnel.controlled[0] = True
+    _funnel._uninstall()
+    _funnel.activate()
+    D = d2o.distributed_data_object
+    D.comm = _script_comm_of(D.__dict__["comm"].fget)  # type: ignore[method-assign,assignment]
+    if rank == 0:
+        role[0] = "controller"
+        for m in _COMM_METHODS:
+            setattr(Comm, m, _guard(getattr(Comm, m)))
+        _funnel.controller[0] = _call
+        install_sigint()
+        _SCRIPT_COMM[0] = _ScriptComm(world.size)
+        d2o.default_comm = _script_comm  # type: ignore[assignment]
+    else:
+        role[0] = "worker"
+
+
+def start_controller() -> bool:
+    """Enter controller mode on every rank of COMM_WORLD (collective).  Returns True on
+    rank 0, which goes on to run the program; the other ranks should call `serve`."""
+    rank = default_comm().rank
+    _start(rank)
+    return rank == 0
+
+
+def stop(exit_code: int = 0) -> None:
+    """Rank 0: send what is queued and tell the workers to exit with ``exit_code``."""
+    if role[0] != "controller":
+        return
+    _funnel.controller[0] = None
+    _send(exit_code=int(exit_code))
+    for r in _requests:
+        if r is not None:
+            r.Wait()
+    _release_sigint(raising=True)
+    role[0] = None
+    sys.stdout.flush()

@@ -1,0 +1,469 @@
+"""The funnel: one table of d2o's public operations, and the wrappers put around them on demand.
+
+Every public operation (a method of `distributed_data_object`, a function of
+``d2o``, ``d2o.fft`` or ``d2o.io``) is registered here once (`d2o/__init__.py`
+registers them all).  While a trace is active (`d2o.core.trace`) or the option
+``check_args`` is on, `activate` replaces each registered operation, wherever
+d2o's modules expose it, by a wrapper around its outermost call that
+
+* verifies that the call's global arguments are equal on every rank
+  (``check_args``: one allreduce of a 64-bit hash; a ValueError naming the
+  argument on every rank otherwise), and
+* opens a `Record` for it in the active traces, and
+* once arrays on process meshes exist (`d2o.layouts.mesh`), runs operations that
+  have no mesh algorithm yet on the slab equivalents of their mesh operands
+  (one exchange each; results written back where the operation writes).
+
+`deactivate` puts the plain functions back.  So the default path carries no
+per-call cost at all, and a new operation only has to be registered.
+
+A reference to an operation taken before a trace started (``f = d2o.fft.fftn``)
+bypasses the wrapper: its MPI calls are still counted, under the record
+"(outside a public operation)".
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array.slabs import MUTATING as _MUTATING
+from ..array.slabs import on_slabs as _on_slabs
+from ..core import config as _config
+from ..core import hooks, registry
+from ..core import trace as _trace
+from ..core.comm import as_comm, default_comm, pending_check
+from ..core.errors import DIGEST, new_record
+from ..core.librarian import d2o_librarian
+from ..core.registry import register, register_functions  # noqa: F401 - the controller's
+
+__all__ = ["register", "register_functions", "activate", "deactivate", "start_check"]
+
+_OPS = registry.OPS
+#: While active: (namespace, attribute, original) for every replacement made.
+_PATCHED: list[tuple] = []
+
+
+def _on_registered() -> None:
+    """Operations were declared after the wrappers went in: wrap them too."""
+    if _PATCHED:
+        _uninstall()
+        activate()
+
+
+#: 1 while a registered operation runs (its inner calls are not wrapped again).
+_depth = hooks.depth
+
+
+#: While controller mode runs on rank 0 (`d2o.runtime.controller`): the function that sends each
+#: outermost call to the other ranks and runs it here:
+#: ``call(key, name, namer, fn, body, args, kwargs)``.
+controller: list = [None]
+
+
+def _wrap(fn: Callable, name: str, namer: Callable | None, key: tuple = ()) -> Callable:
+    current = _trace.current
+    Record = _trace.Record
+    options = _config._OPTIONS
+    native = _is_native(name)
+
+    @functools.wraps(fn)
+    def funnel(*args: Any, **kwargs: Any) -> Any:
+        if _depth[0]:
+            return fn(*args, **kwargs)  # an inner call: no record, no check
+        if controller[0] is not None:
+            return controller[0](key, name, namer, fn, body, args, kwargs)
+        return body(args, kwargs)
+
+    def body(args: tuple, kwargs: dict) -> Any:
+        _depth[0] = 1
+        try:
+            # first, so that the argument check counts under it (controller mode may have
+            # opened it already, to count the command it sent ahead)
+            if _trace.active and current[0] is None:
+                rec = Record(name if namer is None else namer(args))
+                for t in _trace.active:
+                    t.records.append(rec)
+                current[0] = rec
+            check = None
+            if options["check_args"] and name not in _LOCAL_OPS:
+                check = start_check(fn, name, args, kwargs)
+            try:
+                if mesh_in_use[0]:
+                    if not native:
+                        return _on_slabs(fn, name, args, kwargs)
+                    if held_in_use[0] and name not in _HELD_LOCAL:
+                        return _on_slabs(fn, name, args, kwargs, held_only=True)
+                return fn(*args, **kwargs)
+            finally:
+                if check is not None and pending_check[0] is check:
+                    check.flush()  # no agreement took it: a collective of its own
+        finally:
+            _depth[0] = 0
+            current[0] = None
+
+    funnel.__d2o_original__ = fn  # type: ignore[attr-defined]
+    return funnel
+
+
+# -- the fallback for mesh layouts -------------------------------------------------------
+
+#: True once a mesh layout was built in this process (then the wrappers stay installed).
+mesh_in_use = hooks.mesh_in_use
+#: Operations that handle mesh layouts themselves (local work, layout changes, ufuncs).
+_MESH_NATIVE = {
+    "distributed_data_object", "copy", "copy_empty", "astype", "get_full_data", "gather",
+    "allgather", "get_local_data", "set_local_data", "apply_generator", "apply_scalar_function",
+    "nan_to_num", "isreal", "iscomplex", "isnan", "isinf", "isfinite", "conj", "conjugate",
+    "__array_ufunc__", "__repr__", "__str__", "__len__", "__copy__", "__deepcopy__",
+    "__reduce__", "__array__", "show", "enumerate", "transpose", "swapaxes", "sum", "prod", "nansum",
+    "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
+    "dot", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__", "update_halos",
+    # views numpy returns as views (transposes, reversals: views on every layout)
+    "numpy.transpose", "numpy.permute_dims", "numpy.matrix_transpose", "numpy.swapaxes",
+    "numpy.moveaxis", "numpy.rollaxis", "numpy.flip", "numpy.fliplr", "numpy.flipud",
+    "numpy.rot90", "numpy.real", "numpy.imag",
+}  # fmt: skip
+#: Special methods that run on slab equivalents (the other ones are operators).
+_DUNDERS_ON_SLABS = {"__iter__", "__bool__", "__float__", "__int__", "__complex__"}  # fmt: skip
+
+
+#: True once a 0-d view (`HeldScalar`) was made: every operation is then wrapped, and
+#: those with a 0-d view operand run on its replicated copy.
+held_in_use = hooks.held_in_use
+_HELD_LOCAL = {
+    "get_local_data", "set_local_data", "distributed_data_object", "__array_function__",
+    "__del__",
+}  # fmt: skip
+
+
+def _is_native(name: str) -> bool:
+    """True for operations that handle mesh layouts themselves (operators reach the
+    ufunc path, which does)."""
+    return (
+        name in _MESH_NATIVE
+        or name.startswith("fft.")
+        or (name.startswith("__") and name.endswith("__") and name not in _DUNDERS_ON_SLABS)
+    )
+
+
+def _on_mesh() -> None:
+    """The first mesh layout was built (`d2o.core.hooks.use_mesh`): keep the wrappers of
+    the operations without a mesh algorithm installed (the native ones stay plain)."""
+    activate()
+
+
+def _on_modes() -> None:
+    """A trace started or ended, or ``check_args`` changed: install or remove wrappers."""
+    if _wanted_full():
+        activate()
+    else:
+        deactivate()
+
+
+# -- checked arguments ----------------------------------------------------------------
+
+#: Operations that never communicate: their arguments may differ between ranks.
+_LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate", "fill"}
+#: Per-rank arguments of collective operations (not compared across ranks).
+_LOCAL_ARGS: dict = {
+    "distributed_data_object": lambda kw: {"local_data", "local_shape"},
+    "wrap": lambda kw: {"local_array"},
+    "get_data": lambda kw: {"key"} if kw.get("local_keys") else set(),
+    "set_data": lambda kw: {"data", "to_key", "from_key"} if kw.get("local_keys") else set(),
+}
+_SAMPLE = 1 << 16  # bytes of a large array's data that enter its hash (head and tail)
+_PARAMS: dict = {}
+
+
+#: A small code per argument type, so that 1, 1.0 and True digest differently.
+_KIND = {int: 1, float: 2, bool: 3, type(None): 4, complex: 5}
+_SAMPLE_ITEMS = 32  # list/tuple items digested one by one; longer ones as an array
+
+
+#: Classes of distributed arrays met so far (their digest is their layout's).
+_ARRAY_TYPES: set = set()
+_AXES = {None: -1, **{i: i for i in range(64)}}
+_CRCS: dict = {}
+
+
+def _crc(text: Any) -> int:
+    """crc32 of a string (or of an object's repr), remembered for up to 4096 strings."""
+    h = _CRCS.get(text)
+    if h is None:
+        h = zlib.crc32((text if type(text) is str else repr(text)).encode(errors="replace"))
+        if len(_CRCS) < 4096:
+            _CRCS[text] = h
+    return h
+
+
+def _dig(value: Any) -> int:
+    """A digest of ``value`` equal on ranks holding equal values (deterministic across
+    processes: Python's ``hash`` of numbers and tuples of numbers is not salted; strings
+    go through crc32)."""
+    t = type(value)
+    if t in _ARRAY_TYPES:  # a distributed array: its layout
+        d = value.distributor
+        return hash((12, d.global_shape, value.dtype.num, _AXES.get(d.axis, -1), _crc(d.strategy)))
+    if value is None:  # (Python < 3.12 hashes None by its address)
+        return 4
+    kind = _KIND.get(t)
+    if kind is not None:
+        if value != value:  # NaN: hashed by its address since Python 3.10
+            return hash((kind, "nan"))
+        return hash((kind, value))
+    if t is str:
+        return hash((6, _crc(value)))
+    if t is slice:
+        return hash((7, _dig(value.start), _dig(value.stop), _dig(value.step)))
+    if t is tuple or t is list:
+        if len(value) <= _SAMPLE_ITEMS:
+            return hash((8 if t is tuple else 9, *(_dig(v) for v in value)))
+        try:
+            return hash((10, _dig(np.asarray(value))))
+        except Exception:
+            return hash((10, len(value), _crc(repr(value)[:4096])))
+    if t is np.ndarray:
+        h = (11, value.shape, value.dtype.num)
+        if value.dtype.hasobject:
+            return hash(h)
+        flat = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        if flat.size > 2 * _SAMPLE:
+            return hash(
+                (*h, zlib.crc32(flat[:_SAMPLE].tobytes()), zlib.crc32(flat[-_SAMPLE:].tobytes()))
+            )
+        return hash((*h, zlib.crc32(flat.tobytes())))
+    d = getattr(value, "distributor", None)
+    if d is not None and hasattr(d, "global_shape"):  # a distributed array (class noted)
+        _ARRAY_TYPES.add(t)
+        return _dig(value)
+    if isinstance(value, np.generic):
+        return hash((13, value.dtype.num, zlib.crc32(value.tobytes())))
+    if isinstance(value, dict):
+        return hash((14, *sorted((_crc(repr(k)), _dig(v)) for k, v in value.items())))
+    if isinstance(value, (np.ufunc, type, np.dtype)) or callable(value):
+        return hash((15, _crc(getattr(value, "__name__", repr(value)))))
+    if t.__module__.startswith("mpi4py") or t.__name__ == "Comm":
+        return 16
+    return hash((17, _crc(f"{t.__name__}:{value!r}"[:4096])))  # os.PathLike and the like
+
+
+def _param_names(fn: Callable) -> list:
+    names = _PARAMS.get(fn)
+    if names is None:
+        try:
+            params = inspect.signature(fn).parameters.values()
+            names = [
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            names = []
+        _PARAMS[fn] = names
+    return names
+
+
+def _named_args(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    names = _param_names(fn)
+    out = [(names[i] if i < len(names) else f"argument {i + 1}", a) for i, a in enumerate(args)]
+    return out + sorted(kwargs.items())
+
+
+def _checked(fn: Callable, name: str, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """The global arguments of a call, named (``self`` and the per-rank ones left out)."""
+    named = _named_args(fn, args, kwargs)
+    spec = _LOCAL_ARGS.get(name)
+    skip = spec(dict(named)) if spec is not None else set()
+    return [(k, v) for k, v in named if k not in skip and k != "self"]
+
+
+def _comm_of(args: tuple, kwargs: dict) -> Any:
+    for a in args + tuple(kwargs.values()):
+        d = getattr(a, "distributor", None)
+        if d is not None and hasattr(d, "comm"):
+            return d.comm
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                d = getattr(b, "distributor", None)
+                if d is not None and hasattr(d, "comm"):
+                    return d.comm
+    c = kwargs.get("comm")
+    return default_comm() if c is None else as_comm(c)
+
+
+class Check:
+    """Checked mode's verification of one call's global arguments: a 62-bit digest that
+    rides in the header of the operation's first agreement (`d2o.core.errors`), or travels
+    alone (`standalone`) where the operation has none or writes before it."""
+
+    __slots__ = ("comm", "digest", "fn", "name", "args", "kwargs")
+
+    def __init__(self, comm: Any, digest: int, fn: Callable, name: str, args: tuple, kwargs: dict):
+        self.comm, self.digest = comm, digest.to_bytes(8, "little")
+        self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
+
+    def flush(self) -> None:
+        """Collective: run the check now, on its own (another MPI call comes first)."""
+        pending_check[0] = None
+        self.standalone()
+
+    def standalone(self) -> None:
+        """Collective: one Allgather of an agreement record carrying only the digest (the
+        same call as a folded agreement, so ranks that reach either one match)."""
+        rec = new_record()
+        rec.data[DIGEST] = self.digest
+        self.verdict(self.comm.Allgather(rec))
+
+    def verdict(self, rows: np.ndarray) -> None:
+        """ValueError on every rank unless every row of an agreement carries this digest."""
+        if rows[:, DIGEST].tobytes() == self.digest * len(rows):
+            return
+        checked = _checked(self.fn, self.name, self.args, self.kwargs)
+        # The check ran after the operation: objects it made on some ranks only (views)
+        # drew librarian indices there; every rank draws up to the highest, so that the
+        # n-th object still has index n everywhere.
+        mine = d2o_librarian.next_index()
+        gathered = self.comm.allgather((mine, [(k, _dig(v), repr(v)[:80]) for k, v in checked]))
+        for _ in range(max(n for n, _ in gathered) - mine):
+            d2o_librarian.next_index()
+        listing = [lst for _, lst in gathered]
+        for i, (k, d, _) in enumerate(listing[0]):
+            if any(len(lst) <= i or lst[i][1] != d for lst in listing):
+                shown = "; ".join(
+                    f"rank {r}: {lst[i][2] if len(lst) > i else '(missing)'}"
+                    for r, lst in enumerate(listing)
+                )
+                raise ValueError(
+                    f"d2o check_args: argument {k!r} of {self.name!r} differs between ranks "
+                    f"({shown}); global arguments must be equal on every rank"
+                )
+        raise ValueError(f"d2o check_args: the arguments of {self.name!r} differ between ranks")
+
+
+def start_check(fn: Callable, name: str, args: tuple, kwargs: dict) -> Check | None:
+    """Checked mode, at the start of a public operation: its argument check, left pending
+    for the operation's first agreement (`d2o.core.comm.pending_check`), or run at once for
+    operations that write (so that nothing is written when the arguments differ)."""
+    init = name == "distributed_data_object"  # __init__: self is not built yet
+    if args and type(args[0]) in _ARRAY_TYPES and not init:  # a method: self's comm
+        comm = args[0].distributor.comm
+    else:
+        comm = _comm_of(args[1:] if init else args, kwargs)
+    if comm.size == 1:
+        return None
+    if name in _LOCAL_ARGS:
+        parts = [_dig(v) for _, v in _checked(fn, name, args, kwargs)]
+    else:
+        first = _FIRST.get(fn)
+        if first is None:
+            first = _FIRST[fn] = 1 if _param_names(fn)[:1] == ["self"] else 0
+        parts = [_dig(a) for a in args[first:]]
+        if kwargs:
+            parts += [hash((_crc(k), _dig(v))) for k, v in sorted(kwargs.items())]
+    digest = hash((_crc(name), *parts)) & _MASK
+    check = Check(comm, digest, fn, name, args, kwargs)
+    if name in _MUTATING:
+        check.standalone()
+        return None
+    if pending_check[0] is not None:  # pragma: no cover - an earlier check never ran
+        pending_check[0].flush()
+    pending_check[0] = check
+    return check
+
+
+_MASK = (1 << 62) - 1
+_FIRST: dict = {}  # 1 for methods (``self`` is not compared), 0 for functions
+
+
+def _d2o_modules() -> list:
+    return [m for k, m in list(sys.modules.items()) if (k == "d2o" or k.startswith("d2o.")) and m]
+
+
+#: True while the installed wrappers cover every operation (a trace or check_args needs
+#: them all); False while only the mesh fallback needs them (native operations stay plain).
+_full = [False]
+
+
+#: True in controller mode (on every rank): every operation is wrapped, so that rank 0
+#: sends each outermost call and the other ranks run it through the same wrapper.
+controlled = hooks.controlled
+
+
+def _wanted_full() -> bool:
+    return (
+        bool(_trace.active)
+        or bool(_config._OPTIONS["check_args"])
+        or held_in_use[0]
+        or controlled[0]
+    )
+
+
+def activate() -> None:
+    """Install the wrappers (idempotent): all of them while a trace or ``check_args`` is
+    on, else (mesh layouts in use) only those of operations without a mesh algorithm."""
+    full = _wanted_full()
+    if _PATCHED:
+        if _full[0] or not full:
+            return
+        _uninstall()  # mesh-only wrappers in place, a trace starts: wrap everything
+    _full[0] = full
+    where: dict = {}  # id of a function -> every (module, name) it is bound to
+    for m in _d2o_modules():
+        for key, val in list(vars(m).items()):
+            if callable(val):
+                where.setdefault(id(val), []).append((m, key))
+    for owner, attr, name, namer in _OPS:
+        if not full and _is_native(name):
+            continue
+        if isinstance(owner, str):
+            mod = sys.modules.get(owner)
+            if mod is None or not hasattr(mod, attr):
+                continue
+            orig = getattr(mod, attr)
+            wrapped = _wrap(orig, name, namer, ("f", owner, attr))
+            for m, key in where.get(id(orig), ()):
+                _PATCHED.append((m, key, orig))
+                setattr(m, key, wrapped)
+            continue
+        # the class of owner's MRO that defines attr (the public class or a mixin of it)
+        owner = next((c for c in owner.__mro__ if attr in c.__dict__), owner)
+        orig = owner.__dict__.get(attr)
+        if orig is None:
+            continue
+        key = ("c", owner.__module__, owner.__qualname__, attr)
+        if isinstance(orig, property):
+            fget = _wrap(orig.fget, name, namer, key)
+            wrapped = property(fget, orig.fset, orig.fdel, orig.__doc__)
+        elif isinstance(orig, (classmethod, staticmethod)):
+            continue
+        else:
+            wrapped = _wrap(orig, name, namer, key)
+        _PATCHED.append((owner, attr, orig))
+        setattr(owner, attr, wrapped)
+
+
+def _uninstall() -> None:
+    for owner, attr, orig in reversed(_PATCHED):
+        setattr(owner, attr, orig)
+    _PATCHED.clear()
+
+
+def deactivate() -> None:
+    """Remove the wrappers once no trace is active and ``check_args`` is off (keeping
+    the mesh fallback's while mesh layouts are in use)."""
+    if _wanted_full() or not _PATCHED:
+        return
+    _uninstall()
+    if mesh_in_use[0]:
+        activate()
+
+
+hooks.subscribe("modes", _on_modes)
+hooks.subscribe("mesh", _on_mesh)
+hooks.subscribe("held", _on_mesh)
+hooks.subscribe("registered", _on_registered)
