@@ -1,4 +1,10 @@
-"""Element-wise point-to-point traffic for advanced indexing: fetch and scatter.
+"""The one router of elements to their owners and back: every point-to-point exchange of
+1-d pieces grouped by destination goes through `alltoallv` here.
+
+- `route_pieces`: arrays already grouped by destination rank, with their counts (the
+  sort's buckets); `route`: elements sent to the rank ``owner[i]`` names; `ask`: queries
+  sent to their owners and the answers brought back in the queries' order.
+- Advanced indexing: `fetch` and `scatter`.
 
 A requester knows, for each element it wants (or wants to write), the owning
 rank and the element's flat position in the owner's local piece.  `fetch`
@@ -12,13 +18,15 @@ when no rank sends anything to another rank they communicate nothing more.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..core.comm import Comm
 from ..core.errors import agree_gather
 from .redistribution import _base_type
 
-__all__ = ["alltoallv", "count_matrix", "fetch", "scatter"]
+__all__ = ["alltoallv", "route_pieces", "route", "ask", "count_matrix", "fetch", "scatter"]
 
 
 def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarray:
@@ -32,6 +40,47 @@ def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarra
     rc = [int(c) for c in recvcounts]
     comm.Alltoallv(send, sc, recv, rc, _base_type(send.dtype.itemsize))
     return recv
+
+
+def route_pieces(
+    arrays: list, sendcounts: list, comm: Comm, recvcounts: list | None = None
+) -> tuple[list, list]:
+    """Collective: one `alltoallv` per array of 1-d pieces grouped by destination rank
+    (``sendcounts[r]`` elements to rank ``r``); the received pieces in source-rank order,
+    and how many elements came from each rank.  ``recvcounts``, when the caller knows
+    them (a reply), saves the ``Allgather`` of the counts."""
+    sc = np.asarray(sendcounts, dtype=np.int64)
+    if comm.size == 1:
+        return [np.array(a) for a in arrays], sc.tolist()
+    if recvcounts is None:
+        rc = comm.Allgather(sc)[:, comm.rank].tolist()
+    else:
+        rc = [int(c) for c in recvcounts]
+    return [alltoallv(comm, a, sc, rc) for a in arrays], rc
+
+
+def route(owner: np.ndarray, arrays: list, comm: Comm) -> tuple:
+    """Collective: send element ``i`` of every array to rank ``owner[i]`` (one
+    ``Alltoallv`` per array); returns the send order, the counts sent per rank, the
+    received arrays and the counts received per rank."""
+    order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=comm.size)
+    recv, rc = route_pieces([a[order] for a in arrays], counts, comm)
+    return order, counts, recv, rc
+
+
+def ask(owner: np.ndarray, queries: list, comm: Comm, answer: Callable) -> list:
+    """Collective: send each query to the rank ``owner`` names, let it compute
+    ``answer(*queries)`` (arrays of the same length), and return the answers in the
+    queries' order.  Two ``Alltoallv`` rounds of the queries' and answers' bytes."""
+    order, counts, recv, rc = route(owner, queries, comm)
+    back, _ = route_pieces(answer(*recv), rc, comm, recvcounts=counts)  # sizes are known
+    out = []
+    for b in back:
+        r = np.empty_like(b)
+        r[order] = b
+        out.append(r)
+    return out
 
 
 def count_matrix(comm: Comm, owner: np.ndarray, error=None, extra=None, agree: bool = False):

@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.comm import Comm, _mpi_type
+from ..core.comm import Comm
 from ..layouts.distributors import get_distributor, slab_distributor
+from ..move.p2p import route_pieces
 
 __all__ = [
     "sortable",
@@ -39,7 +40,6 @@ __all__ = [
     "sort_pieces",
     "sort_values",
     "order_statistics",
-    "exchange",
     "runs_index",
 ]
 
@@ -199,27 +199,6 @@ def _cuts(words: list, m: int, n: int, bounds: tuple, comm: Comm) -> list:
     return cuts
 
 
-def exchange(arrays: list, sendcounts: list, comm: Comm, recvcounts: list | None = None) -> tuple:
-    """Collective: one ``Alltoallv`` per array of 1-d pieces grouped by destination rank
-    (``sendcounts[r]`` elements to rank ``r``); the received pieces in source-rank order,
-    and how many elements came from each rank.  ``recvcounts``, when the caller knows
-    them (a reply), saves the ``Allgather`` of the counts."""
-    sc = np.asarray(sendcounts, dtype=np.int64)
-    if comm.size == 1:
-        return [np.array(a) for a in arrays], sc.tolist()
-    if recvcounts is None:
-        rc = comm.Allgather(sc)[:, comm.rank].tolist()
-    else:
-        rc = [int(c) for c in recvcounts]
-    out = []
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        recv = np.empty(sum(rc), dtype=a.dtype)
-        comm.Alltoallv(a, sc.tolist(), recv, rc, _mpi_type(a.dtype))
-        out.append(recv)
-    return out, rc
-
-
 def runs_index(cols: list, stable: bool = True) -> np.ndarray:
     """numpy's stable order of records given as columns (first column primary)."""
     if len(cols) == 1:
@@ -253,7 +232,7 @@ def sort_pieces(cols: list, offset: int, n: int, comm: Comm, index: bool = False
     sendcounts = np.diff([0, *cuts, m]).tolist()
     payload = s + ([perm + offset] if index else [])
     del perm
-    recv, _ = exchange(payload, sendcounts, comm)
+    recv, _ = route_pieces(payload, sendcounts, comm)
     del payload, s
     if values_only:
         return [np.sort(recv[0], kind="stable")], None, out
@@ -264,7 +243,7 @@ def sort_pieces(cols: list, offset: int, n: int, comm: Comm, index: bool = False
 
 def sort_values(piece: np.ndarray, n: int, comm: Comm, kind: Any = None) -> tuple:
     """Collective: the sorted values of a real 1-d array whose pieces are ``piece``
-    (exchange first: no merge).  Returns ``(sorted piece, layout)``.
+    (routed first: no merge).  Returns ``(sorted piece, layout)``.
 
     Splitters from a sample (every rank draws up to 1024 of its elements; one
     ``Allgather``); each rank counts its elements below and equal to each splitter (one
@@ -307,7 +286,7 @@ def sort_values(piece: np.ndarray, n: int, comm: Comm, kind: Any = None) -> tupl
     kth = sorted({int(c) for c in cuts if 0 < c < m})
     grouped = np.partition(piece, kth) if kth else np.array(piece)
     sendcounts = np.diff([0, *cuts.tolist(), m]).tolist()
-    (recv,), _ = exchange([grouped], sendcounts, comm)
+    (recv,), _ = route_pieces([grouped], sendcounts, comm)
     del grouped
     recv.sort(kind=kind)
     offsets = tuple(int(v) for v in np.concatenate(([0], np.cumsum(sizes))))

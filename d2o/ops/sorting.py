@@ -19,10 +19,11 @@ from ..array.base import Array as D2O
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor, slab_distributor
+from ..move.p2p import ask, route, route_pieces
 from .axislocal import elementwise, fallback, wrap_result
 from .creation import asarray
 from .joining import concatenate
-from .samplesort import check_kind, exchange, order_statistics, sort_pieces, sort_values, sortable
+from .samplesort import check_kind, order_statistics, sort_pieces, sort_values, sortable
 
 _from_local = D2O._from_local
 
@@ -52,36 +53,12 @@ def _freeform(counts: Any, comm: Any) -> Any:
     return slab_distributor((offsets[-1],), comm, 0, offsets, "freeform")
 
 
-def _route(owner: np.ndarray, arrays: list, comm: Any) -> tuple:
-    """Collective: send element ``i`` of every array to rank ``owner[i]`` (one
-    ``Alltoallv`` per array); returns the send order, the counts sent per rank, the
-    received arrays and the counts received per rank."""
-    order = np.argsort(owner, kind="stable")
-    counts = np.bincount(owner, minlength=comm.size)
-    recv, rc = exchange([a[order] for a in arrays], counts, comm)
-    return order, counts, recv, rc
-
-
-def _ask(owner: np.ndarray, queries: list, comm: Any, answer: Callable) -> list:
-    """Collective: send each query to the rank ``owner`` names, let it compute
-    ``answer(*queries)`` (arrays of the same length), and return the answers in the
-    queries' order.  Two ``Alltoallv`` rounds of the queries' and answers' bytes."""
-    order, counts, recv, rc = _route(owner, queries, comm)
-    back, _ = exchange(answer(*recv), rc, comm, recvcounts=counts)  # the reply's sizes are known
-    out = []
-    for b in back:
-        r = np.empty_like(b)
-        r[order] = b
-        out.append(r)
-    return out
-
-
 def _scatter(gidx: np.ndarray, values: np.ndarray, d: Any) -> np.ndarray:
     """Collective: this rank's piece of the 1-d slab layout ``d`` whose element ``gidx[i]``
     is ``values[i]`` (every position of the array sent by exactly one rank)."""
     comm = d.comm
     owner = np.searchsorted(d.bounds_array(), gidx, side="right") - 1
-    _, _, (g, v), _ = _route(owner, [gidx, values], comm)
+    _, _, (g, v), _ = route(owner, [gidx, values], comm)
     out = np.empty(d.local_shape[0], dtype=values.dtype)
     out[g - _offset(d)] = v
     return out
@@ -243,7 +220,7 @@ def _place(f: D2O, ks: np.ndarray, index: bool) -> D2O:
     out = get_distributor("equal", (f.size,), comm, 0)
     sendcounts = np.diff(np.searchsorted(dest, out.bounds_array()))
     payload = [dest, (order + _offset(d)) if index else piece[order]]
-    (pos, v), _ = exchange(payload, sendcounts, comm)
+    (pos, v), _ = route_pieces(payload, sendcounts, comm)
     res = np.empty(out.local_shape[0], dtype=v.dtype)
     res[pos - _offset(out)] = v
     return _from_local(res.astype(np.intp, copy=False) if index else res, out)
@@ -282,7 +259,7 @@ def searchsorted(a, v, side="left", sorter=None):
         res = np.full(q.shape, a.size, dtype=np.intp)
         inside = j < len(ne)
         off = _offset(d)
-        (ans,) = _ask(
+        (ans,) = ask(
             ne[j[inside]], [q[inside]], comm, lambda qq: [off + np.searchsorted(piece, qq, side)]
         )
         res[inside] = ans
@@ -323,7 +300,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
             pos = np.searchsorted(piece, qq, side="left")
             return [piece[np.minimum(pos, len(piece) - 1)] == qq]
 
-        (ans,) = _ask(ne[j[inside]], [q[inside]], comm, there)
+        (ans,) = ask(ne[j[inside]], [q[inside]], comm, there)
         found[inside] = ans
         found = found.reshape(element.data.shape)
         return _from_local(~found if invert else found, element.distributor)
