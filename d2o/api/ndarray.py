@@ -3,14 +3,9 @@
 ``tofile``) and the methods acting on this rank's piece alone (``byteswap``,
 ``getfield``, ``setfield``, ``setflags``; ``strides`` and ``ctypes`` are the piece's).
 
-Flat indices count the elements of the global array in C order, as numpy's do.  Writes
-through ``flat`` and `put` with numpy keys are owner-computes: every rank finds the
-selected elements of its own piece from their global flat indices and takes their values
-from the (cycled) value, so a numpy value moves nothing and a distributed value is
-fetched from its owners (one point-to-point exchange); distributed keys go through the
-global indexing of the array (`d2o.ops.indexing`), coordinates from ``unravel_index``.
-Reads use the global indexing of the array (a scalar: a broadcast from its owner) or of
-its ravelled form (slices and masks).
+``partition`` sorts through d2o.numpy's table; ``view``/``resize`` are local unless the
+item size or the shape changes a split axis; the exports gather (documented), ``tofile``
+writes in parallel.
 """
 
 from __future__ import annotations
