@@ -14,6 +14,7 @@ from _helpers import sample
 
 import d2o
 from d2o import default_comm, distributed_data_object
+from d2o.core import hooks
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 P = default_comm().size
@@ -333,8 +334,12 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     a = np.arange(48.0).reshape(6, 8)
     x = distributed_data_object(a, distribution_strategy=lay)
     D = distributed_data_object
+    # once a 0-d view was made in this process (another test), operations other than the
+    # operators are wrapped for good (d2o.runtime.funnel's level 2)
+    held = hooks.held_in_use[0]
     with d2o.options(check_args=False):
-        collective_assert(not hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__"))
+        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        collective_assert(copy_wrapped == held)
         collective_assert(not hasattr(inspect.getattr_static(D, "__add__"), "__d2o_original__"))
         collective_assert(hasattr(inspect.getattr_static(D, "__iter__"), "__d2o_original__"))
         collective_assert(
@@ -343,7 +348,8 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
         with d2o.trace() as t:  # a trace wraps everything while it lasts
             collective_assert(hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__"))
             y = x.copy(distribution_strategy="equal")
-        collective_assert(not hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__"))
+        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        collective_assert(copy_wrapped == held)
     assert_equal_to_numpy(y, a)
     moves = [c for c in t.calls if c[1] == "Alltoallw"]
     collective_assert(len(moves) == (1 if comm.size > 1 else 0))

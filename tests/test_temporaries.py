@@ -5,6 +5,7 @@ is still referenced is ever written."""
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import operator
 
@@ -22,22 +23,12 @@ N = 2**17 * max(P, 2)  # 1 MiB of float64 per rank at most: above the 256 KiB th
 
 @pytest.fixture
 def plain_operators():
-    """The operators without the funnel's wrappers (which switch the reuse off: checked
-    mode, and every operation once a 0-d view was made in this process)."""
-    from d2o.runtime import funnel as _funnel
-
-    held = _funnel.held_in_use[0]
+    """The operators without the funnel's wrappers (checked mode wraps everything, and
+    its wrappers switch the reuse off); neither mesh layouts nor 0-d views wrap them."""
     with d2o.options(check_args=False):
-        _funnel.held_in_use[0] = False
-        _funnel._uninstall()
-        _funnel.activate()  # the mesh-only wrappers, if meshes are in use
-        try:
-            collective_assert(not hasattr(distributed_data_object.__add__, "__d2o_original__"))
-            yield
-        finally:
-            _funnel.held_in_use[0] = held
-            _funnel._uninstall()
-            _funnel.activate()
+        op = inspect.getattr_static(distributed_data_object, "__add__")
+        collective_assert(not hasattr(op, "__d2o_original__"))
+        yield
 
 
 @pytest.mark.parametrize("strategy", ["not", "equal", "freeform"])
@@ -109,3 +100,27 @@ def test_temporary_views_of_a_named_array_are_never_written(strategy, plain_oper
     assert_equal_to_numpy(a.real - 3, A - 3)
     assert_equal_to_numpy(a[::-1] + 0.5, A[::-1] + 0.5)
     assert_equal_to_numpy(a, A)
+
+
+def test_reuse_survives_a_mesh_layout_and_a_zero_d_view():
+    """Made in this process, a mesh layout and a 0-d view leave ``x + y`` unwrapped: the
+    chain still allocates one result (before: every operation was wrapped for good)."""
+    m = distributed_data_object(
+        np.arange(24.0).reshape(4, 6), distribution_strategy=d2o.layout(split=(0, 1))
+    )
+    v = m[1, 2, ...]  # a 0-d view: held by one rank where P > 1
+    A = np.arange(N, dtype=np.float64)
+    a = make(A, "equal")
+    with d2o.options(check_args=False):
+        for name in ("__add__", "__mul__", "__iadd__", "__neg__", "__array_ufunc__"):
+            op = inspect.getattr_static(distributed_data_object, name)
+            collective_assert(not hasattr(op, "__d2o_original__"), name)
+        piece = a.get_local_data(copy=False).nbytes
+        r, peak = traced_peak(lambda _: 0.5 * (((a + 1) * 2 + 3) - 4))
+        assert_equal_to_numpy(r, 0.5 * (((A + 1) * 2 + 3) - 4))
+        collective_assert(peak < 1.5 * piece, f"peak {peak} for pieces of {piece}")
+        # the operators take the 0-d view themselves (a replicated copy of its element)
+        assert_equal_to_numpy(m + v, np.arange(24.0).reshape(4, 6) + 8.0)
+        assert_equal_to_numpy(-v * 2, np.float64(-16.0))
+        v += 1
+        collective_assert(float(m[1, 2]) == 9.0)

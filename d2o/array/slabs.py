@@ -26,6 +26,7 @@ MUTATING = {
     "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
     "__ilshift__", "__irshift__", "__imatmul__", "numpy.copyto", "numpy.putmask", "numpy.place",
     "numpy.put", "numpy.fill_diagonal", "numpy.put_along_axis", "sort", "fill",
+    "inplace",  # d2o.ops.ufuncs's in-place operators with a 0-d view operand
 }  # fmt: skip
 _MESH_TOOLS: list = []  # (D2O, MeshDistributor, HeldScalar, as_slab, redistribute)
 

@@ -19,6 +19,7 @@ when no rank sends anything to another rank they communicate nothing more.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarra
 
 
 def route_pieces(
-    arrays: list, sendcounts: list, comm: Comm, recvcounts: list | None = None
+    arrays: list, sendcounts: Any, comm: Comm, recvcounts: Any = None
 ) -> tuple[list, list]:
     """Collective: one `alltoallv` per array of 1-d pieces grouped by destination rank
     (``sendcounts[r]`` elements to rank ``r``); the received pieces in source-rank order,

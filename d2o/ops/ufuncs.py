@@ -28,7 +28,8 @@ from ..array.align import SCALARS, _shape_of, align, align_out, align_parts, res
 from ..array.base import Array as D2O
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.errors import agreed, defer
-from ..layouts.distributors import Distributor, get_distributor
+from ..core.hooks import held_in_use
+from ..layouts.distributors import Distributor, HeldScalar, get_distributor
 from ..move.halo import Parts
 from . import reductions as _reductions
 from .linalg import matmul
@@ -156,6 +157,10 @@ def _segmented(
 
 
 def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if held_in_use[0] and (_held(inputs) or _held(_outs(kwargs))):
+        # (outputs in ``out=`` are written back; the name is not an in-place one)
+        args = (self, ufunc, method, *inputs)
+        return _on_slabs(array_ufunc, ufunc.__name__, args, kwargs, held_only=True)
     if ufunc.signature is not None:
         # Generalized ufuncs (matmul, vecdot, ...) are not element-wise: applying them to
         # the local pieces would be wrong.  matmul has a distributed implementation.
@@ -300,8 +305,33 @@ def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
     return True
 
 
+def _held(values: Any) -> bool:
+    """True when one of ``values`` is a 0-d view (`HeldScalar`): its piece is scratch on
+    the ranks that do not hold the element, so the call runs on replicated copies
+    (`d2o.array.slabs.on_slabs`).  Costs one flag test until a 0-d view was ever made."""
+    return held_in_use[0] and any(
+        isinstance(v, D2O) and type(v.distributor) is HeldScalar for v in values
+    )
+
+
+def _outs(kwargs: dict) -> tuple:
+    out = kwargs.get("out")
+    return out if isinstance(out, tuple) else () if out is None else (out,)
+
+
+def _call(ufunc: np.ufunc, *inputs: Any) -> Any:
+    return apply_ufunc(ufunc, "__call__", inputs, {})
+
+
+def _call_into(self: D2O, other: Any, ufunc: np.ufunc) -> D2O:
+    apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+    return self
+
+
 def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``self <op> other``."""
+    if held_in_use[0] and _held((self, other)):
+        return _on_slabs(_call, ufunc.__name__, (ufunc, self, other), {}, held_only=True)
     try:
         if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
             return self
@@ -320,6 +350,8 @@ def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
 
 def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``other <op> self`` (``__radd__``, ...)."""
+    if held_in_use[0] and _held((self, other)):
+        return _on_slabs(_call, ufunc.__name__, (ufunc, other, self), {}, held_only=True)
     if isinstance(other, _SCALARS):
         try:
             if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, True):
@@ -333,6 +365,8 @@ def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
 
 def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
     """``self <op>= other`` (``__iadd__``, ...): in self's layout."""
+    if held_in_use[0] and _held((self, other)):
+        return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
     try:
         if isinstance(other, _SCALARS):
             self.data = pyop(self.data, other)
@@ -349,6 +383,8 @@ def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
 
 def unary(self: D2O, ufunc: np.ufunc) -> D2O:
     """``-self``, ``abs(self)``, ...: local."""
+    if held_in_use[0] and _held((self,)):
+        return _on_slabs(_call, ufunc.__name__, (ufunc, self), {}, held_only=True)
     try:
         return _from_local(ufunc(self.data), self.distributor)
     except Exception as exc:

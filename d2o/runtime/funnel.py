@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..api.operators import BINARY, UNARY
 from ..array.slabs import MUTATING as _MUTATING
 from ..array.slabs import on_slabs as _on_slabs
 from ..core import config as _config
@@ -98,7 +99,7 @@ def _wrap(fn: Callable, name: str, namer: Callable | None, key: tuple = ()) -> C
                 if mesh_in_use[0]:
                     if not native:
                         return _on_slabs(fn, name, args, kwargs)
-                    if held_in_use[0] and name not in _HELD_LOCAL:
+                    if held_in_use[0] and name not in _HELD_LOCAL and name not in _HELD_NATIVE:
                         return _on_slabs(fn, name, args, kwargs, held_only=True)
                 return fn(*args, **kwargs)
             finally:
@@ -141,6 +142,15 @@ _HELD_LOCAL = {
     "get_local_data", "set_local_data", "distributed_data_object", "__array_function__",
     "__del__",
 }  # fmt: skip
+#: Operations that take 0-d views themselves (`d2o.ops.ufuncs` runs the fallback for the
+#: calls that have one): the operators and numpy's ufuncs, so that ``x + y`` stays
+#: unwrapped (and its temporaries reused) once a 0-d view exists.
+_HELD_NATIVE = {
+    *(f"__{p}{n}__" for n, (_, _, inplace) in BINARY.items() for p in ("", "r", "i")
+      if p == "" or inplace is not None),
+    *(f"__{n}__" for n in UNARY),
+    "__array_ufunc__",
+}  # fmt: skip
 
 
 def _is_native(name: str) -> bool:
@@ -161,7 +171,7 @@ def _on_mesh() -> None:
 
 def _on_modes() -> None:
     """A trace started or ended, or ``check_args`` changed: install or remove wrappers."""
-    if _wanted_full():
+    if _installed[0] < _level():
         activate()
     else:
         deactivate()
@@ -394,31 +404,46 @@ _full = [False]
 controlled = hooks.controlled
 
 
-def _wanted_full() -> bool:
-    return (
-        bool(_trace.active)
-        or bool(_config._OPTIONS["check_args"])
-        or held_in_use[0]
-        or controlled[0]
-    )
+def _level() -> int:
+    """How much must be wrapped now: 3 everything (a trace, ``check_args``, controller
+    mode), 2 the mesh fallback and the operations that leave 0-d views to the wrapper,
+    1 the mesh fallback only, 0 nothing."""
+    if _trace.active or _config._OPTIONS["check_args"] or controlled[0]:
+        return 3
+    return 2 if held_in_use[0] else 1 if mesh_in_use[0] else 0
+
+
+def _wanted(name: str, level: int) -> bool:
+    """Whether operation ``name`` is wrapped at ``level``."""
+    if level == 3:
+        return True
+    if level >= 1 and not _is_native(name):
+        return True
+    return level == 2 and name not in _HELD_NATIVE and name not in _HELD_LOCAL
+
+
+#: The level the installed wrappers were made for.
+_installed = [0]
 
 
 def activate() -> None:
-    """Install the wrappers (idempotent): all of them while a trace or ``check_args`` is
-    on, else (mesh layouts in use) only those of operations without a mesh algorithm."""
-    full = _wanted_full()
+    """Install the wrappers the current `_level` wants (idempotent; a higher level
+    replaces a lower one's)."""
+    level = _level()
     if _PATCHED:
-        if _full[0] or not full:
+        if _installed[0] >= level:
             return
-        _uninstall()  # mesh-only wrappers in place, a trace starts: wrap everything
-    _full[0] = full
+        _uninstall()
+    _installed[0] = level
+    if level == 0:
+        return
     where: dict = {}  # id of a function -> every (module, name) it is bound to
     for m in _d2o_modules():
         for key, val in list(vars(m).items()):
             if callable(val):
                 where.setdefault(id(val), []).append((m, key))
     for owner, attr, name, namer in _OPS:
-        if not full and _is_native(name):
+        if not _wanted(name, level):
             continue
         if isinstance(owner, str):
             mod = sys.modules.get(owner)
@@ -454,13 +479,13 @@ def _uninstall() -> None:
 
 
 def deactivate() -> None:
-    """Remove the wrappers once no trace is active and ``check_args`` is off (keeping
-    the mesh fallback's while mesh layouts are in use)."""
-    if _wanted_full() or not _PATCHED:
+    """Go down to the wrappers the current `_level` wants once a trace ended or
+    ``check_args`` went off (keeping the mesh and 0-d view fallbacks where needed)."""
+    if not _PATCHED or _installed[0] == _level():
         return
     _uninstall()
-    if mesh_in_use[0]:
-        activate()
+    _installed[0] = 0
+    activate()
 
 
 hooks.subscribe("modes", _on_modes)
