@@ -171,13 +171,15 @@ class Comm:
             _tr.note("Allgatherv", mine, sum(bcounts) - mine, self.size)
         return out
 
-    def Allreduce(self, send: np.ndarray, op: str | Any) -> np.ndarray:
-        """Element-wise reduction of equal-shaped arrays; ``op`` is a name or an MPI op."""
+    def Allreduce(self, send: np.ndarray, op: str | np.ufunc) -> np.ndarray:
+        """Element-wise reduction of equal-shaped arrays; ``op`` is a name ("sum", "max",
+        ...) or a numpy ufunc (MPI's built-in op where it combines alike, else one that
+        calls the ufunc, made once per ufunc and dtype)."""
         send = np.ascontiguousarray(send)
         if self.size == 1:
             return send.copy()
         out = np.empty_like(send)
-        mpi_op = _MPI_OPS[op] if isinstance(op, str) else op
+        mpi_op = _MPI_OPS[op] if isinstance(op, str) else _ufunc_op(op, send.dtype)
         if pending_check[0] is not None:
             pending_check[0].flush()
         self.calls += 1
@@ -320,10 +322,47 @@ wait_points = frozenset(
 )  # fmt: skip
 
 _TYPE_CACHE: dict = {}
+#: ufunc -> (the dtype kinds on which MPI's built-in op combines as the ufunc does, its name)
+_BUILTIN_OPS = {
+    np.add: ("iufc", "sum"),
+    np.multiply: ("iufc", "prod"),
+    np.maximum: ("iu", "max"),
+    np.minimum: ("iu", "min"),
+    np.logical_and: ("b", "land"),
+    np.logical_or: ("b", "lor"),
+}
+#: (ufunc, dtype) -> the MPI op that calls the ufunc (floats' max/min: numpy's NaN rules)
+_UFUNC_OPS: dict = {}
 #: the tag of `Comm.Sendrecv_many` (apart from the pickled ``send``/``recv``'s default 0)
 _P2P_TAG = 7301
 _FLAG_SEND = np.zeros(1, dtype=np.int8)
 _FLAG_RECV = np.zeros(1, dtype=np.int8)
+
+
+def _ufunc_op(ufunc: np.ufunc, dtype: np.dtype):
+    """The MPI op combining like ``ufunc`` on ``dtype``: built-in where it matches numpy,
+    else a user op calling the ufunc (made once, kept for the process)."""
+    kinds, name = _BUILTIN_OPS.get(ufunc, ("", ""))
+    if dtype.kind in kinds:
+        return _MPI_OPS[name]
+    op = _UFUNC_OPS.get((ufunc, dtype))
+    if op is None:
+        op = _UFUNC_OPS[ufunc, dtype] = MPI.Op.Create(_Combine(ufunc, dtype), commute=True)
+    return op
+
+
+class _Combine:
+    """An MPI user op's function: ``inoutbuf = ufunc(inbuf, inoutbuf)`` on ``dtype``."""
+
+    __slots__ = ("ufunc", "dtype")
+
+    def __init__(self, ufunc: np.ufunc, dtype: np.dtype) -> None:
+        self.ufunc, self.dtype = ufunc, dtype
+
+    def __call__(self, inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+        a = np.frombuffer(inbuf, dtype=self.dtype)
+        b = np.frombuffer(inoutbuf, dtype=self.dtype)
+        self.ufunc(a, b, out=b)
 
 
 def _mpi_type(dtype: np.dtype):

@@ -31,7 +31,6 @@ from ..array.align import align
 from ..array.base import Array as D2O
 from ..array.slabs import as_slab
 from ..core import config as _config
-from ..core.comm import MPI, _mpi_type
 from ..core.errors import RECORD_HEADER, agreed, allgather_agreed, new_record
 from ..layouts.distributors import (
     Distributor,
@@ -86,42 +85,6 @@ REDUCTIONS["amin"] = REDUCTIONS["min"]
 _SIMPLE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 _SIMPLE["amax"], _SIMPLE["amin"] = _SIMPLE["max"], _SIMPLE["min"]
 
-_BUILTIN_OPS = {
-    (np.add, "iufc"),
-    (np.multiply, "iufc"),
-    (np.maximum, "iu"),
-    (np.minimum, "iu"),
-    (np.logical_and, "b"),
-    (np.logical_or, "b"),
-}
-_BUILTIN_NAME = {
-    np.add: "sum",
-    np.multiply: "prod",
-    np.maximum: "max",
-    np.minimum: "min",
-    np.logical_and: "land",
-    np.logical_or: "lor",
-}
-_USER_OPS: dict = {}
-
-
-def _mpi_op(ufunc: np.ufunc, dtype: np.dtype):
-    """The MPI op combining like ``ufunc``: built-in where semantics match, else a numpy one."""
-    for uf, kinds in _BUILTIN_OPS:
-        if uf is ufunc and dtype.kind in kinds:
-            return _BUILTIN_NAME[ufunc]
-    key = (ufunc, dtype)
-    op = _USER_OPS.get(key)
-    if op is None:
-
-        def combine(inbuf, inoutbuf, datatype, _u=ufunc, _dt=dtype):
-            a = np.frombuffer(inbuf, dtype=_dt)
-            b = np.frombuffer(inoutbuf, dtype=_dt)
-            _u(a, b, out=b)
-
-        op = _USER_OPS[key] = MPI.Op.Create(combine, commute=True)
-    return op
-
 
 def combine_partials(
     partial: np.ndarray, ufunc: np.ufunc, dist: Distributor | None, comm: Any = None
@@ -136,8 +99,7 @@ def combine_partials(
         return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
     if partial.dtype.kind not in "biufc":
         raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
-    _mpi_type(partial.dtype)
-    return comm.Allreduce(partial, _mpi_op(ufunc, partial.dtype))
+    return comm.Allreduce(partial, ufunc)
 
 
 def _probe(obj: D2O) -> np.ndarray:
