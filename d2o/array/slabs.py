@@ -17,6 +17,7 @@ from ..layouts.distributors import HeldScalar
 from ..layouts.mesh import MeshDistributor, slab_equivalent
 from ..move.redistribution import redistribute
 from .base import Array as D2O
+from .walk import find_arrays, substitute
 
 __all__ = ["on_slabs", "as_slab", "MUTATING"]
 
@@ -28,34 +29,10 @@ MUTATING = {
     "numpy.put", "numpy.fill_diagonal", "numpy.put_along_axis", "sort", "fill",
     "inplace",  # d2o.ops.ufuncs's in-place operators with a 0-d view operand
 }  # fmt: skip
-_MESH_TOOLS: list = []  # (D2O, MeshDistributor, HeldScalar, as_slab, redistribute)
 
 
 _MESH = (MeshDistributor, HeldScalar)
 _HELD = (HeldScalar,)
-
-
-def _has_mesh(values: Any, D2O: type, kinds: tuple) -> bool:
-    for v in values:
-        if isinstance(v, D2O):
-            if type(v.distributor) in kinds:
-                return True
-        elif type(v) in (list, tuple) and _has_mesh(v, D2O, kinds):
-            return True
-    return False
-
-
-def _to_slab(v: Any, D2O: type, kinds: tuple, as_slab: Callable, swapped: list) -> Any:
-    """``v`` with mesh operands replaced by slab copies, each pair noted in ``swapped``.
-    (Module level: a nested recursive function would be a reference cycle keeping the
-    copies alive until the garbage collector ran.)"""
-    if isinstance(v, D2O) and type(v.distributor) in kinds:
-        s = as_slab(v)
-        swapped.append((v, s))
-        return s
-    if type(v) in (list, tuple) and any(isinstance(e, D2O) for e in v):
-        return type(v)(_to_slab(e, D2O, kinds, as_slab, swapped) for e in v)
-    return v
 
 
 def on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: bool = False) -> Any:
@@ -63,13 +40,17 @@ def on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: bool
     slab equivalents (one exchange each); results written back for mutating operations.
     Without such operands: ``fn`` itself, after one scan of the arguments."""
     kinds = _HELD if held_only else _MESH
-    if not _has_mesh(args, D2O, kinds) and not (kwargs and _has_mesh(kwargs.values(), D2O, kinds)):
+    found = [a for a in find_arrays((args, kwargs)) if type(a.distributor) in kinds]
+    if not found:
         return fn(*args, **kwargs)
-    swapped: list = []
-    new_args = tuple(_to_slab(a, D2O, kinds, as_slab, swapped) for a in args)
-    new_kwargs = {k: _to_slab(v, D2O, kinds, as_slab, swapped) for k, v in kwargs.items()}
-    if not swapped:
-        return fn(*args, **kwargs)
+    table: dict = {}
+    swapped: list = []  # (original, slab copy), each array once
+    for a in found:
+        if id(a) not in table:
+            table[id(a)] = as_slab(a)
+            swapped.append((a, table[id(a)]))
+    new_args = substitute(args, table)
+    new_kwargs = substitute(kwargs, table)
     written = set()
     if name in MUTATING and swapped and swapped[0][0] is args[0]:
         written.add(id(args[0]))

@@ -323,7 +323,7 @@ wait_points = frozenset(
 
 _TYPE_CACHE: dict = {}
 #: ufunc -> (the dtype kinds on which MPI's built-in op combines as the ufunc does, its name)
-_BUILTIN_OPS = {
+_BUILTIN_OPS: dict[Any, tuple[str, str]] = {
     np.add: ("iufc", "sum"),
     np.multiply: ("iufc", "prod"),
     np.maximum: ("iu", "max"),

@@ -17,8 +17,8 @@ from typing import Any as _Any
 
 import numpy as _np
 
+from ..array.walk import find_arrays as _find_arrays
 from ..core import registry as _registry
-from ..ops.axislocal import find_arrays as _find_arrays
 from .table import TABLE as _TABLE
 from .table import implementation as _implementation
 

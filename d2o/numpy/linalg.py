@@ -15,9 +15,9 @@ import numpy as _np
 
 from ..array.align import align
 from ..array.base import Array as _D2O
+from ..array.walk import find_arrays as _find_arrays
 from ..core.errors import agreed
 from ..ops.axislocal import fallback as _fallback
-from ..ops.axislocal import find_arrays as _find_arrays
 from ..ops.creation import asarray
 from ..ops.joining import squeeze
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..array.align import align, result_layout
 from ..array.base import Array as D2O
 from ..array.slabs import as_slab
+from ..array.walk import find_arrays, substitute
 from ..core import config as _config
 from ..core import trace as _trace
 from ..core.errors import agreed, check_gather
@@ -37,40 +38,6 @@ from .creation import asarray
 __all__ = ["elementwise", "axis_local", "fallback", "find_arrays", "wrap_result"]
 
 _from_local = D2O._from_local
-
-
-def find_arrays(values: Any) -> list:
-    """The distributed arrays among ``values`` (searching lists, tuples and dicts)."""
-    out: list = []
-    _collect(values, out)
-    return out
-
-
-# The recursions below are module-level functions on purpose: a nested function that
-# calls itself is a reference cycle, and everything it closes over (the arrays found,
-# gathered copies) would then live until the garbage collector ran, not until return.
-
-
-def _collect(v: Any, out: list) -> None:
-    if isinstance(v, D2O):
-        out.append(v)
-    elif type(v) in (list, tuple):
-        for e in v:
-            _collect(e, out)
-    elif type(v) is dict:
-        for e in v.values():
-            _collect(e, out)
-
-
-def _substitute(v: Any, full: dict) -> Any:
-    """``v`` with every distributed array replaced by ``full[id(array)]``."""
-    if isinstance(v, D2O):
-        return full[id(v)]
-    if type(v) in (list, tuple):
-        return type(v)(_substitute(e, full) for e in v)
-    if type(v) is dict:
-        return {k: _substitute(e, full) for k, e in v.items()}
-    return v
 
 
 def elementwise(func: Callable, arrays: list, *args: Any, **kwargs: Any) -> Any:
@@ -197,7 +164,7 @@ def _local_fallback(func: Callable, args: tuple, kwargs: dict, inplace: bool, li
     arrays = find_arrays((args, kwargs))
     out = kwargs.get("out")
     full = {id(a): a.get_full_data() for a in arrays}
-    res = func(*_substitute(args, full), **_substitute(kwargs, full))
+    res = func(*substitute(args, full), **substitute(kwargs, full))
     if inplace and isinstance(args[0], D2O):
         args[0][...] = full[id(args[0])]  # numpy wrote into the gathered copy: cut it back
         return res

@@ -36,6 +36,7 @@ import numpy as np
 from ..api.operators import BINARY, UNARY
 from ..array.slabs import MUTATING as _MUTATING
 from ..array.slabs import on_slabs as _on_slabs
+from ..array.walk import find_arrays
 from ..core import config as _config
 from ..core import hooks, registry
 from ..core import trace as _trace
@@ -293,15 +294,10 @@ def _checked(fn: Callable, name: str, args: tuple, kwargs: dict) -> list[tuple[s
 
 
 def _comm_of(args: tuple, kwargs: dict) -> Any:
-    for a in args + tuple(kwargs.values()):
-        d = getattr(a, "distributor", None)
-        if d is not None and hasattr(d, "comm"):
-            return d.comm
-        if isinstance(a, (list, tuple)):
-            for b in a:
-                d = getattr(b, "distributor", None)
-                if d is not None and hasattr(d, "comm"):
-                    return d.comm
+    """The communicator of a call: its first distributed array's, else ``comm=``'s."""
+    found = find_arrays((args, kwargs))
+    if found:
+        return found[0].distributor.comm
     c = kwargs.get("comm")
     return default_comm() if c is None else as_comm(c)
 
