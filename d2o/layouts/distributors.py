@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core import hooks
+from ..core.cache import BoundedCache
 from ..core.comm import Comm
 
 __all__ = [
@@ -311,15 +312,7 @@ _LENGTH_RULES = {"equal": equal_lengths, "fftw": fftw_lengths}
 # starts afresh.  Arrays keep their distributors; a layout built again afterwards is
 # an equal but distinct object, and every "same layout" test falls back to comparing
 # offsets, so correctness never rests on identity.
-_CACHE: dict = {}
-_CACHE_MAX = 4096
-
-
-def _remember(key: tuple, d: Distributor) -> Distributor:
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[key] = d
-    return d
+_CACHE = BoundedCache(4096)
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
@@ -338,7 +331,7 @@ def slab_distributor(
     key = ("slab", global_shape, comm, axis, offsets, strategy)
     d = _CACHE.get(key)
     if d is None:
-        d = _remember(key, SlabDistributor(global_shape, comm, strategy, axis, offsets))
+        d = _CACHE.put(key, SlabDistributor(global_shape, comm, strategy, axis, offsets))
     return d
 
 
@@ -372,7 +365,7 @@ def get_distributor(
         lengths = rule(global_shape[ax], comm.size)
         offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
         d = slab_distributor(global_shape, comm, ax, offsets, strategy)
-    return _remember(key, d)
+    return _CACHE.put(key, d)
 
 
 def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Distributor:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..core import hooks
+from ..core.cache import BoundedCache
 from ..core.comm import _SERIAL, Comm, as_comm
 from ..core.keys import jrange
 from .distributors import (
@@ -96,7 +97,7 @@ class Layout:
         self.block = block
         self.comm = comm
         self.halo = halo
-        self._dists: dict = {}
+        self._dists = BoundedCache(256)
 
     def __repr__(self) -> str:
         block = "" if all(b is None for b in self.block) else f", block={self.block}"
@@ -136,9 +137,7 @@ class Layout:
         if self.halo:  # ghost cells (d2o.move.ghost): a width of the layout's own distributors
             d = halo_distributor(d, self.halo)
         if type(d) is MeshDistributor or self.halo:
-            if len(self._dists) > 256:
-                self._dists.clear()
-            self._dists[shape] = d  # plain slab and replicated ones: get_distributor's cache
+            self._dists.put(shape, d)  # plain slab and replicated ones: get_distributor's cache
         return d
 
 
@@ -341,7 +340,7 @@ class MeshDistributor(Distributor):
         )
 
 
-_EXPLICIT: dict = {}
+_EXPLICIT = BoundedCache(1024)
 
 
 def locate(entry: tuple, i: int) -> int | None:
@@ -399,9 +398,7 @@ def explicit(lay: Layout, shape: tuple, split: tuple, runs: tuple) -> MeshDistri
     key = (lay, tuple(shape), tuple(split), tuple(runs))
     d = _EXPLICIT.get(key)
     if d is None:
-        if len(_EXPLICIT) > 1024:
-            _EXPLICIT.clear()
-        d = _EXPLICIT[key] = MeshDistributor(tuple(shape), lay.comm, lay, tuple(split), runs)
+        d = _EXPLICIT.put(key, MeshDistributor(tuple(shape), lay.comm, lay, tuple(split), runs))
     return d
 
 

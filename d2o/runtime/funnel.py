@@ -40,6 +40,7 @@ from ..array.walk import find_arrays
 from ..core import config as _config
 from ..core import hooks, registry
 from ..core import trace as _trace
+from ..core.cache import BoundedCache, cached
 from ..core.comm import as_comm, default_comm, pending_check
 from ..core.errors import DIGEST, new_record
 from ..core.librarian import d2o_librarian
@@ -190,7 +191,6 @@ _LOCAL_ARGS: dict = {
     "set_data": lambda kw: {"data", "to_key", "from_key"} if kw.get("local_keys") else set(),
 }
 _SAMPLE = 1 << 16  # bytes of a large array's data that enter its hash (head and tail)
-_PARAMS: dict = {}
 
 
 #: A small code per argument type, so that 1, 1.0 and True digest differently.
@@ -201,16 +201,16 @@ _SAMPLE_ITEMS = 32  # list/tuple items digested one by one; longer ones as an ar
 #: Classes of distributed arrays met so far (their digest is their layout's).
 _ARRAY_TYPES: set = set()
 _AXES = {None: -1, **{i: i for i in range(64)}}
-_CRCS: dict = {}
+_CRCS = BoundedCache(4096)
 
 
 def _crc(text: Any) -> int:
-    """crc32 of a string (or of an object's repr), remembered for up to 4096 strings."""
+    """crc32 of a string (or of an object's repr), remembered (`BoundedCache`)."""
     h = _CRCS.get(text)
     if h is None:
-        h = zlib.crc32((text if type(text) is str else repr(text)).encode(errors="replace"))
-        if len(_CRCS) < 4096:
-            _CRCS[text] = h
+        h = _CRCS.put(
+            text, zlib.crc32((text if type(text) is str else repr(text)).encode(errors="replace"))
+        )
     return h
 
 
@@ -265,18 +265,14 @@ def _dig(value: Any) -> int:
     return hash((17, _crc(f"{t.__name__}:{value!r}"[:4096])))  # os.PathLike and the like
 
 
+@cached(1024)
 def _param_names(fn: Callable) -> list:
-    names = _PARAMS.get(fn)
-    if names is None:
-        try:
-            params = inspect.signature(fn).parameters.values()
-            names = [
-                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ]
-        except (TypeError, ValueError):  # pragma: no cover - builtins
-            names = []
-        _PARAMS[fn] = names
-    return names
+    """The names of ``fn``'s positional parameters."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _named_args(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
