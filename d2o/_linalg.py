@@ -8,7 +8,11 @@ The product is picked by the operands' shapes first, then by their layouts.  A i
   split like A's rows, else like B's columns (the other operand, a vector, is gathered:
   n or m elements; nothing when it is replicated); with both operands replicated it is
   replicated; an operand split only along its length-1 axis sits on one rank, so the
-  result is then cut into equal row slabs (A's column moves to them, B is gathered).
+  result is then cut into equal slabs along its longer axis (rows: A's column moves to
+  them and B is gathered; columns: the other way round).  numpy's dtype and bits: the
+  product of one pair is ``multiply`` for bool and numbers, a zero real product +0.0 as
+  matmul's sum makes it (other dtypes take the rules below; complex products may differ
+  from BLAS's in the last bit).
 * A distributed by rows: each rank computes its rows of the result, which is
   distributed like A's rows.  B no larger than A's largest piece (a matrix times a
   vector or a few columns, e.g. ``dot(F, OnesCol)``) is gathered whole (k x n elements)
@@ -80,11 +84,32 @@ def _outer(a: D2O, b: D2O, dtype: np.dtype) -> D2O:
         col, row, res = _replicated(a), b.data, db.slabs_like(shape, 1)
     elif da.replicated and db.replicated:
         col, row, res = a.data, b.data, get_distributor("not", shape, comm)
-    else:  # an operand held by one rank: equal row slabs, so that the work is shared
+    elif shape[0] >= shape[1]:  # a vector held by one rank: equal slabs share the work
         res = get_distributor("equal", shape, comm, 0)
-        col = redistribute(a.data, da, res.slabs_like(a.shape, 0))
-        row = _replicated(b)
-    return _from_local(np.multiply(col, row, dtype=dtype), res)
+        col, row = redistribute(a.data, da, res.slabs_like(a.shape, 0)), _replicated(b)
+    else:
+        res = get_distributor("equal", shape, comm, 1)
+        col, row = _replicated(a), redistribute(b.data, db, res.slabs_like(b.shape, 1))
+    return _from_local(_times(col, row, dtype), res)
+
+
+def _times(col: np.ndarray, row: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``col * row`` (m x 1 times 1 x n) bit for bit as numpy's ``matmul`` has it.  Real
+    floats: matmul adds the product to 0, so a zero product is +0.0; only the rows (or
+    columns) where one can occur are touched again: a zero ``a_i b_j`` implies a zero
+    ``|a_i| min|b|`` (rounding is monotonic)."""
+    out = np.multiply(col, row, dtype=dtype)
+    if dtype.kind == "f" and out.size:
+        c = np.abs(col.astype(dtype, copy=False))[:, 0]
+        r = np.abs(row.astype(dtype, copy=False))[0]
+        with np.errstate(all="ignore"):
+            rows = np.flatnonzero(c * np.fmin.reduce(r) == 0)
+            cols = np.flatnonzero(np.fmin.reduce(c) * r == 0)
+        if rows.size * out.shape[1] <= cols.size * out.shape[0]:
+            out[rows] += 0
+        else:
+            out[:, cols] += 0
+    return out
 
 
 def _rows_times(a: D2O, b: D2O, out_dtype: np.dtype) -> np.ndarray:

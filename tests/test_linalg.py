@@ -95,6 +95,24 @@ def test_outer_products_keep_numpys_dtype(dta, dtb):
     check.done()
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_outer_products_are_numpys_bits(dtype):
+    """numpy's matmul adds each product to 0: a zero product is +0.0, never -0.0."""
+    a = np.array([[-1.0], [2.0], [0.0], [-0.0], [np.nan], [1e-30], [np.inf]], dtype=dtype)
+    b = np.array([[0.0, 1.0, -0.0, -3.0, np.inf, 1e-30, -2.0]], dtype=dtype)
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+        check = Checks()
+        for la in (("equal", 0), ("not", 0), ("equal", 1)):
+            for lb in (("equal", 1), ("not", 0), ("equal", 0)):
+                got = (make(a, *la) @ make(b, *lb)).get_full_data()
+                same = np.array_equal(got, expected, equal_nan=True) and np.array_equal(
+                    np.signbit(got), np.signbit(expected)
+                )
+                check.true(same, (la, lb, got))
+    check.done()
+
+
 COLUMN_CASES = [((6, 6), (6, 1)), ((2, 7), (7, 1)), ((5, 3), (3, 2)), ((3, 8), (8, 5)),
                 ((0, 4), (4, 1)), ((4, 0), (0, 1)), ((1, 5), (5, 1))]  # fmt: skip
 
@@ -194,11 +212,11 @@ def test_outer_product_moves_only_the_row_vector(comm):
     assert_equal_to_numpy(z, col @ row, rtol=1e-15)
 
 
-def test_outer_product_of_vectors_on_one_rank_is_shared(comm):
+@pytest.mark.parametrize("m,n", [(10, 7), (3, 11)])
+def test_outer_product_of_vectors_on_one_rank_is_shared(comm, m, n):
     """A column split along its length-1 axis lives on one rank: the result is still cut
-    into equal row slabs, and only the two vectors move."""
+    into equal slabs (along its longer axis), and only the two vectors move."""
     P, me = comm.size, comm.rank
-    m, n = 10, 7
     col, row = sample((m, 1), "int64"), sample((1, n), "int64", seed=1)
     x = distributed_data_object(col, distribution_strategy="equal", axis=1)
     y = distributed_data_object(row, distribution_strategy="equal", axis=0)
@@ -206,7 +224,8 @@ def test_outer_product_of_vectors_on_one_rank_is_shared(comm):
         z = x @ y
     sent, got = _moved(t)
     collective_assert(got <= (m + n) * 8 and sent <= (P - 1) * (m + n) * 8, t.calls)
-    collective_assert(z.local_shape == (_even(m, P)[me], n), z.local_shape)
+    piece = (_even(m, P)[me], n) if m >= n else (m, _even(n, P)[me])
+    collective_assert(z.local_shape == piece, (z.local_shape, piece))
     assert_equal_to_numpy(z, col @ row)
 
 
