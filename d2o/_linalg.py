@@ -117,7 +117,8 @@ def _rows_times(a: D2O, b: D2O, out_dtype: np.dtype) -> np.ndarray:
     when it is no larger than ``a``'s largest piece, else its row blocks circulate."""
     da, db = a.distributor, b.distributor
     comm = da.comm
-    if db.replicated or comm.size == 1 or b.ndim == 1 or b.size <= max(da.piece_sizes()):
+    widest = int(np.diff(da.bounds_array()).max()) * a.shape[1]  # A's largest piece
+    if db.replicated or comm.size == 1 or b.ndim == 1 or b.size <= widest:
         return np.matmul(a.data, _replicated(b)).astype(out_dtype, copy=False)
     if db.axis != 0:  # B by columns: bring it to rows first (one exchange)
         b = b.copy(distribution_strategy="equal", axis=0)
