@@ -1,8 +1,9 @@
 """The seed papers' programs (examples/programs/) on d2o.numpy against numpy (not a test).
 
-DistNumPy's Monte Carlo pi, Jacobi solver and N-body simulation and GAiN's laplace.py,
-each timed as a whole program (``run(np, n, iterations)``: building the inputs included)
-at a size where numpy takes about 0.5-2 s on one core.  Three ways to run it:
+DistNumPy's Monte Carlo pi, Jacobi solver and N-body simulation (in the broadcasting form,
+``nbody``, and in the paper's form with outer products by ``dot``, ``nbody_dot``) and
+GAiN's laplace.py, each timed as a whole program (``run(np, n, iterations)``: building the
+inputs included) at a size where numpy takes about 0.5-2 s on one core.  Three ways to run it:
 
 * ``D2O_MPI=0 python benchmarks/bench_programs.py``: one process without MPI;
 * ``mpiexec -n N python benchmarks/bench_programs.py``: d2o.numpy on N ranks;
@@ -57,6 +58,7 @@ import jacobi  # noqa: E402
 import laplace  # noqa: E402
 import monte_carlo_pi  # noqa: E402
 import nbody  # noqa: E402
+import nbody_dot  # noqa: E402
 
 import d2o.numpy as dnp  # noqa: E402
 from d2o import default_comm  # noqa: E402
@@ -69,6 +71,7 @@ PROGRAMS = {
     "monte_carlo_pi": (monte_carlo_pi, 10_000_000, 3, "samples per iteration"),
     "jacobi": (jacobi, 4000, 20, "unknowns (dense A)"),
     "nbody": (nbody, 2000, 5, "bodies"),
+    "nbody_dot": (nbody_dot, 2000, 5, "bodies"),
     "laplace": (laplace, 1200, 100, "grid points per side"),
 }
 
@@ -77,6 +80,7 @@ PAPER = {
     "monte_carlo_pi": "DistNumPy: 88 % on 64 cores (Nehalem), 68 % on 32 (Core 2)",
     "jacobi": "DistNumPy: 85 % on 16 cores, 50 % on 64",
     "nbody": "DistNumPy: 91 % on 16 cores, 63 % on 64",
+    "nbody_dot": "DistNumPy: 91 % on 16 cores, 63 % on 64",
     "laplace": "GAiN: scales to 2K cores (Fig. 8; no efficiency given)",
 }
 

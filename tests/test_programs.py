@@ -32,7 +32,7 @@ from d2o import default_comm
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
 PROGRAMS = Path(d2o.__file__).resolve().parent.parent / "examples" / "programs"
-NAMES = ["monte_carlo_pi", "jacobi", "nbody", "laplace"]
+NAMES = ["monte_carlo_pi", "jacobi", "nbody", "nbody_dot", "laplace"]
 
 
 def _load(name: str):
@@ -142,6 +142,29 @@ def test_nbody_conserves_momentum():
     for v, v0 in ((vx, vx0), (vy, vy0), (vz, vz0)):
         p, p0 = float(dnp.sum(m * v)), float(dnp.sum(m0 * v0))
         collective_assert(abs(p - p0) < 1e-12, f"momentum {p0} became {p}")
+
+
+@pytest.mark.parametrize("n, iterations", [(1, 2), (2, 3), (5, 4), (97, 5)])
+def test_nbody_dot_form_matches_numpy(n, iterations):
+    """The paper's form (outer products and row sums by ``dot``) on both backends."""
+    nd = _load("nbody_dot")
+    state = nd.simulate(dnp, n, iterations, seed=2)
+    expected = nd.simulate(np, n, iterations, seed=2)
+    for name, got, want in zip(["Px", "Py", "Pz", "Vx", "Vy", "Vz", "M"], state, expected):
+        collective_assert(got.shape == want.shape == (n, 1), f"{name}: shape {got.shape}")
+        assert_equal_to_numpy(got, want, rtol=1e-10, atol=1e-14)
+    _close(nd.run(dnp, n, iterations, seed=2), nd.run(np, n, iterations, seed=2), 1e-10, "run")
+
+
+def test_nbody_forms_simulate_the_same_bodies():
+    """``nbody_dot`` is ``nbody`` written with ``dot``: the same trajectories (to rounding)."""
+    nb, nd = _load("nbody"), _load("nbody_dot")
+    n, iterations = 40, 6
+    broadcast = nb.simulate(dnp, n, iterations, seed=1)
+    paper = nd.simulate(dnp, n, iterations, seed=1)
+    for got, want in zip(paper, broadcast):
+        assert_equal_to_numpy(got, want.get_full_data()[:, None], rtol=1e-9, atol=1e-13)
+    _close(nd.run(np, n, iterations, seed=1), nb.run(np, n, iterations, seed=1), 1e-9, "run")
 
 
 # -- Laplace --------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def array_function(self: Any, func: Callable, types: tuple, args: tuple, kwargs:
             f"numpy.{func.__name__} is not implemented for distributed_data_object; "
             "use obj.get_full_data() to gather the array explicitly"
         )
-    if func in _LOCAL or not mesh_in_use[0]:
+    if func in _LOCAL or func in _MESH_ALGORITHM or not mesh_in_use[0]:
         return impl(*args, **kwargs)
     # no mesh algorithm: mesh operands (views: only 0-d ones) run on slab equivalents;
     # named as the funnel names d2o.numpy's functions, so that those writing into their
@@ -57,3 +57,5 @@ _VIEWS = {getattr(np, n) for n in ("transpose", "swapaxes", "moveaxis", "real", 
           "rollaxis", "flip", "fliplr", "flipud", "rot90", "matrix_transpose") if hasattr(np, n)}  # fmt: skip
 #: numpy functions that ask questions every layout answers locally
 _LOCAL = {np.shape, np.ndim, np.size, np.shares_memory, np.may_share_memory}
+#: numpy functions whose implementation has its own mesh algorithm (`d2o.ops.linalg`)
+_MESH_ALGORITHM = {np.dot}

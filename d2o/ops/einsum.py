@@ -1,4 +1,5 @@
-"""Contractions for `d2o.numpy`: ``einsum`` and ``tensordot`` (as an einsum).
+"""Contractions for `d2o.numpy`: ``einsum`` and ``tensordot`` (as an einsum, or as
+`d2o.dot` where it is a matrix product).
 
 The first distributed operand's split axis names a letter ``s``.  Every other operand
 holding ``s`` is moved (one exchange) so that its ``s`` axis is cut with the same bounds;
@@ -22,6 +23,7 @@ from ..core.errors import agreed
 from ..layouts.distributors import get_distributor
 from ..move.redistribution import redistribute
 from .axislocal import fallback
+from .linalg import dot
 
 __all__ = ["einsum", "tensordot"]
 
@@ -106,7 +108,9 @@ def einsum(*operands: Any, out: Any = None, **kwargs: Any) -> Any:
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
-    """numpy's ``tensordot`` as an `einsum`."""
+    """numpy's ``tensordot``: a matrix product (the last axis of a 1-d/2-d ``a`` with the
+    first of a 1-d/2-d ``b``, not both 1-d) is `d2o.dot` (`d2o._linalg`: the product picked
+    by shape); any other contraction is an `einsum`."""
     na, nb = np.ndim(a), np.ndim(b)
     if isinstance(axes, (int, np.integer)):
         axes = (list(range(na - axes, na)), list(range(axes)))
@@ -128,6 +132,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         if np.shape(a)[i] != np.shape(b)[j]:
             raise ValueError("shape-mismatch for sum")
         tb[j] = ta[i]
+    if ax_a == [na - 1] and ax_b == [0] and na <= 2 and nb <= 2 and na + nb > 2:
+        return dot(a, b)  # a matrix product: picked by shape, BLAS on the pieces
     out = [c for i, c in enumerate(ta) if i not in ax_a] + [
         c for j, c in enumerate(tb) if j not in ax_b
     ]

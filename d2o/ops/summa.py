@@ -15,9 +15,12 @@ its mesh column: ``(pc - 1) |A| + (pr - 1) |B|`` bytes in all, ``(sqrt(P) - 1)(|
 on a square mesh; one broadcast per panel per operand, in groups of ``pc`` or ``pr``.
 Memory: one panel of each operand besides the operands' pieces and C's.
 
-Matrix times vector on a mesh: the vector's piece for each mesh column (replicated down the
-column: one redistribution of the vector), a local product, and one ``Allreduce`` of the
-partial results along each mesh row; the result is split by mesh axis 0.
+Matrix times vector (1-d, or a k x 1 column) on a mesh: the vector's piece for each mesh
+column (replicated down the column: one redistribution of the vector), a local product,
+and one ``Allreduce`` of the partial results along each mesh row; the result is split by
+mesh axis 0.  A contraction of length 1 (an outer product) is one panel: only the two
+vectors are broadcast, and the first panel's product is C's block (no zero-filled
+accumulator).
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ def summa(a: Any, b: Any, lay: Any, dtype: np.dtype) -> D2O:
     edges = sorted({e for pair in acols + brows for e in pair})
     row_comm, col_comm = subcomm(da, (1,)), subcomm(da, (0,))
     i, j = da.coords
-    C = np.zeros(dc.local_shape, dtype=dtype)
+    C = None  # the first panel's product starts the sum (no zero-filled accumulator)
     for k0, k1 in zip(edges[:-1], edges[1:]):
         ja = next(c for c, (s, e) in enumerate(acols) if s <= k0 < e)
         ib = next(r for r, (s, e) in enumerate(brows) if s <= k0 < e)
@@ -97,33 +100,42 @@ def summa(a: Any, b: Any, lay: Any, dtype: np.dtype) -> D2O:
         row_comm.Bcast(Ap, root=ja)
         col_comm.Bcast(Bp, root=ib)
         if Ap.size and Bp.size:
-            C += Ap @ Bp
+            if C is None:
+                C = Ap @ Bp
+            else:
+                C += Ap @ Bp
+    if C is None:  # k == 0, or an empty block of C
+        C = np.zeros(dc.local_shape, dtype=dtype)
     return _from_local(C, dc)
 
 
 def matvec(a: Any, x: Any, lay: Any, dtype: np.dtype) -> D2O:
-    """Collective: ``a @ x`` for a 2-d ``a`` on the mesh and a 1-d ``x``: ``x``'s piece
-    for each mesh column, a local product, one ``Allreduce`` along each mesh row."""
+    """Collective: ``a @ x`` for a 2-d ``a`` on the mesh and a vector ``x`` (1-d, or a k x 1
+    column): ``x``'s piece for each mesh column, a local product, one ``Allreduce`` along
+    each mesh row; the matrix never moves unless it must first reach the block grid."""
     comm = lay.comm
     grid = layout(lay.mesh, (0, 1), None, comm)
     m, k = np.shape(a)
+    xs = np.shape(x)
     da: Any = grid.distributor((m, k))
     A = _piece(a, da, dtype)
-    xp = _piece(x, layout(lay.mesh, (None, 0), None, comm).distributor((k,)), dtype)
+    xp = _piece(x, layout(lay.mesh, (None, 0), None, comm).distributor(xs), dtype)
     part = A @ xp
     y = subcomm(da, (1,)).Allreduce(part, "sum")
-    return _from_local(y, layout(lay.mesh, (0, None), None, comm).distributor((m,)))
+    return _from_local(y, layout(lay.mesh, (0, None), None, comm).distributor((m,) + xs[1:]))
 
 
 def vecmat(x: Any, b: Any, lay: Any, dtype: np.dtype) -> D2O:
-    """Collective: ``x @ b`` for a 1-d ``x`` and a 2-d ``b`` on the mesh (`matvec`
-    transposed: one ``Allreduce`` along each mesh column)."""
+    """Collective: ``x @ b`` for a vector ``x`` (1-d, or a 1 x k row) and a 2-d ``b`` on the
+    mesh (`matvec` transposed: one ``Allreduce`` along each mesh column)."""
     comm = lay.comm
     grid = layout(lay.mesh, (0, 1), None, comm)
     k, n = np.shape(b)
+    xs = np.shape(x)
+    kax = len(xs) - 1  # x's contracted axis
     db: Any = grid.distributor((k, n))
     B = _piece(b, db, dtype)
-    xp = _piece(x, layout(lay.mesh, (0, None), None, comm).distributor((k,)), dtype)
+    xp = _piece(x, layout(lay.mesh, (kax, None), None, comm).distributor(xs), dtype)
     part = xp @ B
     y = subcomm(db, (0,)).Allreduce(part, "sum")
-    return _from_local(y, layout(lay.mesh, (None, 0), None, comm).distributor((n,)))
+    return _from_local(y, layout(lay.mesh, (None, kax), None, comm).distributor(xs[:-1] + (n,)))

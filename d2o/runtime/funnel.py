@@ -127,7 +127,7 @@ _MESH_NATIVE = {
     "__array_ufunc__", "__repr__", "__str__", "__len__", "__copy__", "__deepcopy__",
     "__reduce__", "__array__", "show", "enumerate", "transpose", "swapaxes", "sum", "prod", "nansum",
     "max", "min", "amax", "amin", "nanmax", "nanmin", "any", "all", "mean", "var", "std", "argmax", "argmin",
-    "dot", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__", "update_halos",
+    "dot", "matmul", "numpy.matmul", "numpy.dot", "__matmul__", "__rmatmul__", "update_halos",
     # views numpy returns as views (transposes, reversals: views on every layout)
     "numpy.transpose", "numpy.permute_dims", "numpy.matrix_transpose", "numpy.swapaxes",
     "numpy.moveaxis", "numpy.rollaxis", "numpy.flip", "numpy.fliplr", "numpy.flipud",
