@@ -252,19 +252,23 @@ def _plain(value):
     raise TypeError(f"not JSON serialisable: {value!r}")
 
 
-def _rounded(value):
-    """``value`` with every float rounded to 6 significant digits (readable diffs); infinities
-    and NaN become None (JSON has neither)."""
+def _rounded(value, digits: int = 6):
+    """``value`` with every float rounded to ``digits`` significant digits (readable diffs),
+    except under keys starting with ``result`` (a program's computed result, compared with
+    numpy's: kept whole); infinities and NaN become None (JSON has neither)."""
     if isinstance(value, dict):
-        return {str(k): _rounded(v) for k, v in value.items()}
+        return {
+            str(k): _rounded(v, 17 if str(k).startswith("result") else digits)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
+        return [_rounded(v, digits) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
-        return float(f"{value:.6g}")
+        return float(f"{value:.{digits}g}")
     return value
 
 
