@@ -133,11 +133,17 @@ demo: venv
 	@echo "==> demo: mpiexec -n $(DEMO_NPROCS) $(DEMO)"
 	$(MPIEXEC) -n $(DEMO_NPROCS) $(BIN)/python $(DEMO)
 
+# Every benchmark, run plainly: each launches its own mpiexec runs (1 and 2 processes where
+# its tables show both), prints its tables and writes docs/_data/bench/NAME.json, from which
+# `make docs` generates the performance page.  make bench BENCH="core sort" runs a subset.
+BENCH ?= $(patsubst benchmarks/bench_%.py,%,$(wildcard benchmarks/bench_*.py))
+
 bench: venv
-	@echo "==> benchmarks"
-	@set -e; for f in $(wildcard benchmarks/bench_*.py); do \
-	  echo "--> $$f"; $(BIN)/python $$f; \
+	@echo "==> benchmarks: $(BENCH)"
+	@set -e; for b in $(BENCH); do \
+	  echo "--> benchmarks/bench_$$b.py"; $(BIN)/python benchmarks/bench_$$b.py; \
 	done
+	@echo "==> written: docs/_data/bench/*.json (commit them; make docs shows them)"
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .mpi-logs .ruff_cache .mypy_cache out docs/_build docs/_generated

@@ -2,7 +2,9 @@
 and a cost model for planning large runs.
 
 Run plainly (``python benchmarks/bench_communication.py``) it launches itself
-under ``mpiexec -n 2``; under ``mpiexec -n P`` it measures on P ranks.  For
+under ``mpiexec -n 2`` and writes the results to ``docs/_data/bench/communication.json``
+(``make bench``; the performance page shows it); under ``mpiexec -n P`` it measures on
+P ranks.  For
 every operation it prints, from ``d2o.trace()``: the MPI calls and the bytes
 each rank sent (the maximum over ranks), beside the model value (what the
 operation must move at minimum, from the layouts alone).
@@ -36,6 +38,7 @@ import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
 from d2o.core.comm import default_comm  # noqa: E402
 
+RECORD = "communication"  # docs/_data/bench/communication.json
 ROWS_PER_RANK = 256
 COLS = 512
 TARGETS = (64, 1024, 16384)
@@ -126,7 +129,7 @@ def _fmt_time(t: float) -> str:
     return f"{t:.1f} s"
 
 
-def measure() -> None:
+def measure() -> dict:
     comm = default_comm()
     P = comm.size
     alpha, beta = _constants(comm)
@@ -157,7 +160,19 @@ def measure() -> None:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "alpha_s": alpha,
+        "beta_bytes_per_s": beta,
+        "rows_per_rank": ROWS_PER_RANK,
+        "cols": COLS,
+        "targets": list(TARGETS),
+        "operations": [
+            {"name": name, "calls": calls, "bytes_sent": sent, "model_bytes": model_b,
+             "estimate_s": dict(zip(map(str, TARGETS), est))}
+            for name, calls, sent, model_b, est in rows
+        ],
+    }  # fmt: skip
 
 
 if __name__ == "__main__":
-    run_or_launch(__file__, measure, counts=(2,))
+    run_or_launch(__file__, measure, counts=(2,), name=RECORD)

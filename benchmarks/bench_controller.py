@@ -21,8 +21,9 @@ costs on top of the operation itself.  Three ways to run it:
 
 * ``python benchmarks/bench_controller.py`` (no mpiexec): launches the two forms below
   (``--child``, results passed back through JSON files), SPMD and controller mode in
-  turn ``--rounds`` times (3), so that a change in the machine's load falls on both, and
-  prints one table of the best figures of each mode;
+  turn ``--rounds`` times (3), so that a change in the machine's load falls on both,
+  prints one table of the best figures of each mode and writes them to
+  ``docs/_data/bench/controller.json`` (``make bench``; the performance page shows it);
 * ``mpiexec -n 2 python benchmarks/bench_controller.py --child --mode spmd --json PATH``:
   SPMD; each figure starts with a barrier and counts the slowest rank's time; rank 0
   alone prints and writes the JSON;
@@ -58,6 +59,7 @@ from _harness import (  # (importing it puts the repository on sys.path)
     launch_children,
     measure_and_report,
     measures_here,
+    record,
     run_label,
 )
 
@@ -69,6 +71,7 @@ import d2o  # noqa: E402
 import d2o.numpy as dnp  # noqa: E402
 from d2o.runtime import controller as _controller  # noqa: E402
 
+RECORD = "controller"  # docs/_data/bench/controller.json
 NPROCS = 2
 REPEAT = 3
 ROUNDS = 3  # launches of each mode, alternating
@@ -270,9 +273,23 @@ def launch(quick: bool, rounds: int) -> None:
     for _ in range(rounds):
         spmd.append(launch_children(__file__, ["--mode", "spmd", *extra], (NPROCS,))[str(NPROCS)])
         ctrl.append(_launch_controller(["--mode", "controller", *extra]))
-    print_combined(_best(spmd), _best(ctrl), quick)
+    best = {"spmd": _best(spmd), "controller": _best(ctrl)}
+    print_combined(best["spmd"], best["controller"], quick)
     after = os.getloadavg()[0]
     print(f"\n1-minute load average: {load:.2f} before, {after:.2f} after ({cores()} cores)")
+    programs = {
+        name: {"n": n, "iterations": it, "what": what}
+        for name, (_, n, it, what) in _sizes(quick).items()
+    }
+    options = {
+        "rounds": rounds,
+        "repeat": REPEAT,
+        "goal": GOAL,
+        "programs": programs,
+        "round_trip_elements": TINY,
+        "chain_elements": SMALL,
+    }
+    record(RECORD, best, processes=(NPROCS,), quick=quick, options=options)
 
 
 def main() -> None:

@@ -12,10 +12,15 @@ measurement block starts with a Barrier), reported by rank 0.
 
 Run::
 
-    python benchmarks/bench_core.py                  # serial (set D2O_MPI=0 for no MPI)
-    mpiexec -n 2 python benchmarks/bench_core.py     # 2 ranks
+    python benchmarks/bench_core.py                  # 1 and 2 ranks (mpiexec), both recorded
+    D2O_MPI=0 python benchmarks/bench_core.py        # one process without MPI, printed only
+    mpiexec -n 2 python benchmarks/bench_core.py     # 2 ranks, printed only
     python benchmarks/bench_core.py --quick          # a fast, rough run
     python benchmarks/bench_core.py --max-log2 20
+
+Run plainly (no mpiexec, no ``D2O_MPI``, as ``make bench`` does) it launches itself under
+``mpiexec -n 1`` and ``-n 2`` (``--child``), prints both tables and writes them to
+``docs/_data/bench/core.json``, which the performance page shows.
 
 This is a benchmark, not a test: it asserts nothing.
 """
@@ -23,6 +28,7 @@ This is a benchmark, not a test: it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -31,9 +37,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from _harness import launch_children, measures_here, record  # noqa: E402
 
 import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
+
+RECORD = "core"  # docs/_data/bench/core.json
+COUNTS = (1, 2)
 
 # name, numpy statement, d2o statement; ``a``/``ai`` are numpy arrays, ``o``/``oi`` d2o
 # objects, ``x`` a fresh reference to ``a``/``o`` for in-place operations.
@@ -98,7 +108,9 @@ class Timer:
         return self.block(fn, number, g, collective) / number
 
 
-def run(max_log2: int, quick: bool, clock: str = "cpu") -> None:
+def run(max_log2: int, quick: bool, clock: str = "cpu") -> dict | None:
+    """Measure, print the tables on rank 0 and return what they show (rank 0; None on the
+    others)."""
     comm = d2o.default_comm()
     rank, size = comm.rank, comm.size
     np.seterr(all="ignore")  # obj += obj overflows to inf after ~1000 calls; harmless
@@ -150,8 +162,18 @@ def run(max_log2: int, quick: bool, clock: str = "cpu") -> None:
                 raw[name] = (t_np, None if failed else t_d2o)
         if rank == 0:
             print(f"  [2^{k} done]", file=sys.stderr, flush=True)
-    if rank == 0:
-        _report(pct, raw, sizes, size, quick, clock)
+    if rank != 0:
+        return None
+    _report(pct, raw, sizes, size, quick, clock)
+    return {
+        "processes": size,
+        "mpi": "mpi4py" if d2o.core.comm.have_mpi() else "no MPI (serial stand-in)",
+        "clock": clock,
+        "repeats": timer.repeats,
+        "sizes_log2": sizes,
+        "percent": {name: [pct[name].get(k) for k in sizes] for name, _, _ in OPS},
+        "per_call_s": {name: list(raw.get(name, (None, None))) for name, _, _ in OPS},
+    }
 
 
 def _fmt(v: float | None) -> str:
@@ -212,8 +234,26 @@ def main(argv: list[str] | None = None) -> None:
         help="cpu: process CPU time (robust on a shared machine; MPI waits spin, so they "
         "count); wall: perf_counter",
     )
+    p.add_argument("--child", action="store_true", help="measure here (under mpiexec)")
+    p.add_argument("--json", help="where rank 0 writes the results (with --child)")
     args = p.parse_args(argv)
-    run(args.max_log2, args.quick, args.clock)
+    if not measures_here(args.child, d2o.default_comm()):
+        forward = [f"--max-log2={args.max_log2}", f"--clock={args.clock}"]
+        forward += ["--quick"] if args.quick else []
+        by_count = launch_children(__file__, forward, COUNTS)
+        options = {"max_log2": args.max_log2, "clock": args.clock}
+        record(
+            RECORD,
+            by_count,
+            processes=COUNTS,
+            quick=args.quick or args.max_log2 < 22,
+            options=options,
+        )
+        return
+    results = run(args.max_log2, args.quick, args.clock)
+    if args.json and results is not None:
+        with open(args.json, "w") as f:
+            json.dump(results, f)
 
 
 if __name__ == "__main__":

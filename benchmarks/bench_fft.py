@@ -1,6 +1,7 @@
 """2-D FFT of 2048^2 and 4096^2 complex128 arrays on 1 and 2 processes vs scipy.fft on one.
 
-Run plainly it launches itself under ``mpiexec -n 1`` and ``-n 2``.  Each
+Run plainly it launches itself under ``mpiexec -n 1`` and ``-n 2`` and writes the results
+to ``docs/_data/bench/fft.json`` (``make bench``; the performance page shows it).  Each
 line: d2o.fft.fftn on the distributed array (output in the input's layout,
 two all-to-alls; and with ``dist_axis=1``, one all-to-all), against
 scipy.fft.fftn (numpy.fft without scipy) of the whole array on rank 0 alone,
@@ -17,12 +18,14 @@ import d2o.fft as dfft  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
 from d2o.core.comm import Comm, default_comm  # noqa: E402
 
+RECORD = "fft"  # docs/_data/bench/fft.json
 SIZES = (2048, 4096)
 REPEAT = 3
 
 
-def measure() -> None:
+def measure() -> dict:
     comm = default_comm()
+    out = {"backend": dfft.BACKEND, "sizes": {}}
     for n in SIZES:
         x = D2O(global_shape=(n, n), dtype=np.complex128)
         x.local_array[...] = np.random.default_rng(comm.rank).standard_normal(x.local_shape)
@@ -40,8 +43,10 @@ def measure() -> None:
                 f"{ref * 1e3:8.1f} ms; speedup {ref / t:4.2f}x ({ref / t1:4.2f}x)",
                 flush=True,
             )
+            out["sizes"][str(n)] = {"d2o_s": t, "d2o_dist_axis1_s": t1, "reference_s": ref}
         comm.barrier()
+    return out
 
 
 if __name__ == "__main__":
-    run_or_launch(__file__, measure)
+    run_or_launch(__file__, measure, name=RECORD)

@@ -1,19 +1,26 @@
 """Indexing benchmark: d2o against numpy in the same run (not a test).
 
-Run as ``python benchmarks/bench_indexing.py`` and
-``mpiexec -n 2 python benchmarks/bench_indexing.py``.  numpy works on the
-whole array in one process; d2o on the distributed array.  Each figure is the
-best of several repetitions (µs per call); rank 0 prints the table.
+Run as ``python benchmarks/bench_indexing.py``: it launches itself under ``mpiexec -n 1``
+and ``-n 2`` and writes the results to ``docs/_data/bench/indexing.json`` (``make bench``;
+the performance page shows it).  ``mpiexec -n 2 python benchmarks/bench_indexing.py`` (or
+``D2O_MPI=0 python ...``) measures on those processes and prints only.  numpy works on the
+whole array in one process; d2o on the distributed array.  Each figure is the best of
+several repetitions (µs per call); rank 0 prints the table.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 
 import numpy as np
+from _harness import json_argument, launch_children, measures_here, record
 
 from d2o import default_comm, distributed_data_object
 
+RECORD = "indexing"  # docs/_data/bench/indexing.json
+COUNTS = (1, 2)
 comm = default_comm()
 
 
@@ -30,7 +37,7 @@ def best(fn, number: int, repeat: int = 5) -> float:
     return min(times) * 1e6
 
 
-def main() -> None:
+def measure() -> list | None:
     rng = np.random.default_rng(42)
     n = 2**22
     a = np.arange(n, dtype=np.float64)
@@ -49,13 +56,18 @@ def main() -> None:
         sobj[5] = 1
 
     rows = [
-        ("10^5 random int indices of 2^22", lambda: a[idx], lambda: obj[idx], 20),
-        ("bool mask (numpy) half of 2^22", lambda: a[mask], lambda: obj[mask], 5),
-        ("bool mask (d2o) half of 2^22", lambda: a[mask], lambda: obj[dmask], 5),
-        ("obj[::-2] of 2^22 (a view; numpy: copy)", lambda: a[::-2].copy(), lambda: obj[::-2], 10),
+        ("10^5 random integer indices of a 2^22 array", lambda: a[idx], lambda: obj[idx], 20),
+        ("boolean mask (numpy) selecting half of 2^22", lambda: a[mask], lambda: obj[mask], 5),
+        ("boolean mask (distributed) selecting half", lambda: a[mask], lambda: obj[dmask], 5),
+        (
+            "obj[::-2] of 2^22 (d2o: a view; numpy: a[::-2].copy())",
+            lambda: a[::-2].copy(),
+            lambda: obj[::-2],
+            10,
+        ),
         ("obj[5] (1000 elements)", lambda: small[5], lambda: sobj[5], 20000),
         ("obj[5] = 1 (1000 elements)", setitem_np, setitem_d2o, 20000),
-        ("3-element fancy index [5,700,3]", lambda: small[three], lambda: sobj[three], 5000),
+        ("3-element fancy index obj[[5, 700, 3]]", lambda: small[three], lambda: sobj[three], 5000),
         ("obj[10:500], a view (1000 elements)", lambda: small[10:500], lambda: sobj[10:500], 5000),
     ]
     out = []
@@ -63,11 +75,24 @@ def main() -> None:
         t_np = best(f_np, number)
         t_d2o = best(f_d2o, number)
         out.append((label, t_np, t_d2o))
-    if comm.rank == 0:
-        print(f"d2o indexing benchmark on {comm.size} process(es)")
-        print(f"{'operation':40s} {'numpy µs':>12s} {'d2o µs':>12s} {'ratio':>8s}")
-        for label, t_np, t_d2o in out:
-            print(f"{label:40s} {t_np:12.2f} {t_d2o:12.2f} {t_d2o / t_np:8.2f}")
+    if comm.rank != 0:
+        return None
+    print(f"d2o indexing benchmark on {comm.size} process(es)")
+    print(f"{'operation':56s} {'numpy µs':>12s} {'d2o µs':>12s} {'ratio':>8s}")
+    for label, t_np, t_d2o in out:
+        print(f"{label:56s} {t_np:12.2f} {t_d2o:12.2f} {t_d2o / t_np:8.2f}")
+    return [{"operation": label, "numpy_us": t_np, "d2o_us": t_d2o} for label, t_np, t_d2o in out]
+
+
+def main() -> None:
+    if measures_here("--child" in sys.argv, comm):
+        results = measure()
+        path = json_argument()
+        if path and results is not None:
+            with open(path, "w") as f:
+                json.dump(results, f)
+        return
+    record(RECORD, launch_children(__file__, [], COUNTS), processes=COUNTS)
 
 
 if __name__ == "__main__":

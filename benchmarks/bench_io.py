@@ -12,9 +12,14 @@ with like; HDF5 without MPI in h5py writes rank after rank.
 
 Run::
 
-    python benchmarks/bench_io.py                    # 1 process
-    mpiexec -n 2 python benchmarks/bench_io.py       # 2 processes
+    python benchmarks/bench_io.py                    # 1 and 2 processes, recorded
+    D2O_MPI=0 python benchmarks/bench_io.py          # 1 process without MPI, printed only
+    mpiexec -n 2 python benchmarks/bench_io.py       # 2 processes, printed only
     python benchmarks/bench_io.py --size-mib 64      # a quick run
+
+Run plainly (no mpiexec, no ``D2O_MPI``, as ``make bench`` does) it launches itself under
+``mpiexec -n 1`` and ``-n 2`` (``--child``) and writes the results to
+``docs/_data/bench/io.json``, which the performance page shows.
 
 This is a benchmark, not a test: it asserts nothing.  Files go to a fresh
 directory under ``--dir`` (default: the repository's ignored ``out/``) and
@@ -24,6 +29,7 @@ are removed afterwards.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -34,10 +40,14 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from _harness import launch_children, measures_here, record  # noqa: E402
 
 import d2o  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = "io"  # docs/_data/bench/io.json
+COUNTS = (1, 2)
+SIZE_MIB = 1024
 
 
 def timed(comm, fn, *args):
@@ -51,10 +61,27 @@ def timed(comm, fn, *args):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size-mib", type=int, default=1024, help="array size in MiB (default 1024)")
+    p.add_argument("--size-mib", type=int, default=SIZE_MIB, help=f"array size in MiB ({SIZE_MIB})")
     p.add_argument("--dir", default=os.path.join(ROOT, "out"), help="where to put the files")
     p.add_argument("--formats", default="npy,hdf5,zarr")
+    p.add_argument("--child", action="store_true", help="measure here (under mpiexec)")
+    p.add_argument("--json", help="where rank 0 writes the results (with --child)")
     args = p.parse_args()
+    if not measures_here(args.child, d2o.default_comm()):
+        forward = [f"--size-mib={args.size_mib}", f"--dir={args.dir}", f"--formats={args.formats}"]
+        by_count = launch_children(__file__, forward, COUNTS)
+        options = {"size_mib": args.size_mib, "formats": args.formats.split(",")}
+        record(RECORD, by_count, processes=COUNTS, quick=args.size_mib < SIZE_MIB, options=options)
+        return
+    results = measure(args)
+    if args.json and results is not None:
+        with open(args.json, "w") as f:
+            json.dump(results, f)
+
+
+def measure(args) -> dict | None:
+    """Write and read with every format, print the table on rank 0 and return it (rank 0;
+    None on the others)."""
     warnings.filterwarnings("ignore", "h5py is not built with MPI")
 
     comm = d2o.default_comm()
@@ -77,7 +104,7 @@ def main() -> None:
             tmp = tempfile.mkdtemp(prefix="bench_io-", dir=args.dir)
     tmp = comm.bcast(tmp, 0)
     if tmp is None:
-        return
+        return None
     results = []
     try:
         # numpy baseline: rank 0 alone, the whole array
@@ -96,7 +123,7 @@ def main() -> None:
                 tr = min(tr, time.perf_counter() - t0)
                 del b
             os.remove(path)
-            results.append(("numpy.save/load (1 proc)", tw, tr))
+            results.append(("numpy", "numpy.save/load (1 proc)", tw, tr))
         comm.barrier()
 
         obj = d2o.distributed_data_object(global_shape=(rows, cols), dtype=np.float64)
@@ -134,16 +161,23 @@ def main() -> None:
                 del back
             if comm.rank == 0:
                 shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-            results.append((f"{label} ({comm.size} proc)", tw, tr))
+            results.append((key, f"{label} ({comm.size} proc)", tw, tr))
     finally:
         comm.barrier()
         if comm.rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
-    if comm.rank == 0:
-        print(f"\n| {'format':<44} | write GB/s | read GB/s |")
-        print(f"|{'-' * 46}|-----------:|----------:|")
-        for label, tw, tr in results:
-            print(f"| {label:<44} | {gb / tw:10.2f} | {gb / tr:9.2f} |")
+    if comm.rank != 0:
+        return None
+    print(f"\n| {'format':<44} | write GB/s | read GB/s |")
+    print(f"|{'-' * 46}|-----------:|----------:|")
+    for _, label, tw, tr in results:
+        print(f"| {label:<44} | {gb / tw:10.2f} | {gb / tr:9.2f} |")
+    return {
+        "bytes": nbytes,
+        "formats": {
+            key: {"label": label, "write_s": tw, "read_s": tr} for key, label, tw, tr in results
+        },
+    }
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ against d2o on every rank, in one run:
 * ``mpiexec -n N python benchmarks/bench_kernels.py``: d2o on N ranks (any N; the mesh
   layouts take the balanced mesh of N ranks);
 * ``python benchmarks/bench_kernels.py`` (no mpiexec, no ``D2O_MPI``): launches the
-  second form with N = 1 and 2 (``--child``, results passed back through a JSON file) and
-  prints one table of both, with the goals.
+  second form with N = 1 and 2 (``--child``, results passed back through a JSON file),
+  prints one table of both, with the goals, and writes them to
+  ``docs/_data/bench/kernels.json`` (``make bench``; the performance page shows it).
 
 As in bench_programs.py: numpy is measured in the same run, on rank 0 alone while the
 other ranks sleep (polling a non-blocking barrier every 2 ms); d2o is timed on all ranks
@@ -58,6 +59,7 @@ from _harness import (  # noqa: E402  (importing it puts the repository on sys.p
     measure_and_report,
     measures_here,
     on_rank0,
+    record,
     run_label,
 )
 
@@ -66,6 +68,7 @@ import d2o.fft as dfft  # noqa: E402
 import d2o.numpy as dnp  # noqa: E402
 from d2o import default_comm  # noqa: E402
 
+RECORD = "kernels"  # docs/_data/bench/kernels.json
 REPEAT = 5
 REPEAT_QUICK = 3
 COUNTS = (1, 2)
@@ -314,7 +317,15 @@ def print_combined(by_count: dict) -> None:
 def launch(names, quick: bool) -> None:
     """Run the N = 1 and N = 2 measurements under mpiexec and print them together."""
     argv = [*(["--quick"] if quick else []), *names]
-    print_combined(launch_children(__file__, argv, COUNTS, THREAD_VARS))
+    by_count = launch_children(__file__, argv, COUNTS, THREAD_VARS)
+    print_combined(by_count)
+    options = {
+        "repeat": REPEAT_QUICK if quick else REPEAT,
+        "sizes": {nm: SIZES[nm][1 if quick else 0] for nm in names},
+        "goals": {nm: GOALS[nm] for nm in names},
+        "notes": _notes(),
+    }
+    record(RECORD, by_count, processes=COUNTS, quick=quick, options=options)
 
 
 def main() -> None:

@@ -6,7 +6,9 @@ process without MPI (``D2O_MPI=0``), the per-call cost of ``x + x`` on 1,000
 float64 elements on a (1, 1) mesh layout and on the default slab layout
 against numpy's ``a + a`` (timeit-style: many calls per timing, best of 7,
 numpy and d2o alternating).  Then it launches itself under ``mpiexec -n 1``,
-``-n 2`` and ``-n 4``; under mpiexec (``mpiexec -n N python
+``-n 2`` and ``-n 4``, and at the end writes all results to
+``docs/_data/bench/layouts.json`` (``make bench``; the performance page shows it);
+under mpiexec (``mpiexec -n N python
 benchmarks/bench_layouts.py --child``) it measures on that many ranks:
 
 * ``x + x`` on a 256 x 256 float64 array on the balanced mesh layout
@@ -33,19 +35,29 @@ This is a benchmark, not a test: it asserts nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import timeit
 
 import numpy as np  # noqa: E402
-from _harness import cores, on_rank0, run_or_launch, timed  # noqa: E402  (also puts the repo on sys.path)
+from _harness import (  # noqa: E402  (also puts the repo on sys.path)
+    cores,
+    json_argument,
+    launch_children,
+    on_rank0,
+    record,
+    timed,
+)
 
 import d2o  # noqa: E402
 from d2o import distributed_data_object as D2O  # noqa: E402
 from d2o.core.comm import Comm, default_comm  # noqa: E402
 
+RECORD = "layouts"  # docs/_data/bench/layouts.json
 COUNTS = (1, 2, 4)
 SMALL = (25, 40)  # 1,000 elements: the per-call overhead
 MEDIUM = (256, 256)  # 2^16 elements
@@ -125,7 +137,7 @@ def _oversubscribed(nprocs: int) -> str:
 # -- 1. per-call overhead, one process, no MPI ------------------------------------------------
 
 
-def serial() -> None:
+def serial() -> dict:
     a = np.random.default_rng(0).random(SMALL)
     x_mesh = D2O(a, distribution_strategy=d2o.layout(mesh=(1, 1), split=(0, 1)))
     x_slab = D2O(a)
@@ -146,12 +158,13 @@ def serial() -> None:
         extra = "" if k.startswith("numpy") else f"; d2o - numpy = {(t - t_np) * 1e6:5.2f} µs"
         print(f"  {k:32s} {t * 1e6:6.2f} µs per call{extra}")
     print("  (target: d2o - numpy <= 2 µs)", flush=True)
+    return {"elements": a.size, "shape": list(SMALL), "mpi": mpi, "per_call_s": best}
 
 
 # -- 2.-4. on the ranks of an mpiexec run ---------------------------------------------------
 
 
-def _elementwise(comm) -> None:
+def _elementwise(comm) -> dict:
     lay = d2o.layout(split=(0, 1))
     a = np.random.default_rng(0).random(MEDIUM)
     x = D2O(a, distribution_strategy=lay)
@@ -164,6 +177,7 @@ def _elementwise(comm) -> None:
             f"fraction of numpy {t_np / t_d2o * 100:5.0f} %  (target >= 90 %)",
             flush=True,
         )
+    return {"shape": list(MEDIUM), "mesh": list(lay.mesh), "numpy_s": t_np, "d2o_s": t_d2o}
 
 
 def _memcpy_times() -> tuple[float, float]:
@@ -175,7 +189,7 @@ def _memcpy_times() -> tuple[float, float]:
     return t_copyto, timed(src.copy, serial, REPEAT_REDIST)
 
 
-def _redistribution(comm) -> None:
+def _redistribution(comm) -> dict:
     p = comm.size
     meshes = [(2, p // 2)]
     if (p // 2, 2) != meshes[0]:
@@ -183,6 +197,8 @@ def _redistribution(comm) -> None:
     slab = "equal"
     nbytes = int(np.prod(LARGE)) * 8
     t_cp, t_alloc = on_rank0(_memcpy_times, comm)
+    out = {"shape": list(LARGE), "bytes": nbytes, "copyto_s": t_cp, "copy_s": t_alloc}
+    out["cases"] = []
     if comm.rank == 0:
         print(
             f"  np.copyto of {nbytes >> 20} MiB, 1 proc: {t_cp * 1e3:6.2f} ms = "
@@ -198,6 +214,9 @@ def _redistribution(comm) -> None:
         t_to = timed(lambda x=x: x.copy(distribution_strategy=slab), comm, REPEAT_REDIST)
         t_back = timed(lambda y=y, lay=lay: y.copy(distribution_strategy=lay), comm, REPEAT_REDIST)
         del x, y
+        moves = mesh[1] != 1
+        out["cases"].append({"mesh": list(mesh), "to_slab_s": t_to, "to_mesh_s": t_back,
+                             "moves": moves})  # fmt: skip
         if comm.rank == 0:
             note = " (the slab's pieces: nothing moves)" if mesh[1] == 1 else ""
             for what, t in ((f"mesh {mesh} -> slab", t_to), (f"slab -> mesh {mesh}", t_back)):
@@ -208,9 +227,10 @@ def _redistribution(comm) -> None:
                 )
     if comm.rank == 0:
         print("  (target: >= 80 % of np.copyto's bandwidth)", flush=True)
+    return out
 
 
-def _cyclic(comm) -> None:
+def _cyclic(comm) -> dict:
     a = np.random.default_rng(0).random(CYCLIC)
     entries = {"numpy": (lambda: a * 2.0 + a, True)}
     missing = []
@@ -227,6 +247,7 @@ def _cyclic(comm) -> None:
         else:
             entries[name] = (lambda x=x: x * 2.0 + x, False)
     best = _best_per_call(entries, comm)
+    times = dict(best)  # the report below pops numpy's
     if comm.rank == 0:
         t_np, t_block = best.pop("numpy"), best["block"]
         print(f"  x * 2.0 + x, {CYCLIC} = 2^20 float64, layout(split=(0, 1), block=...):")
@@ -240,29 +261,49 @@ def _cyclic(comm) -> None:
         for name in missing:
             print(f"    {name:28s} block-cyclic: not available", flush=True)
         print("  (target: block-cyclic <= 1.00x the block layout's time)", flush=True)
+    return {"shape": list(CYCLIC), "times_s": times, "missing": missing}
 
 
-def measure() -> None:
+def measure() -> dict:
     comm = default_comm()
     np.seterr(all="ignore")
     if comm.rank == 0:
         print(f"## {comm.size} process(es){_oversubscribed(comm.size)}", flush=True)
-    _elementwise(comm)
+    out = {"oversubscribed": comm.size > cores(), "elementwise": _elementwise(comm)}
     if comm.size >= 2:
-        _redistribution(comm)
-    _cyclic(comm)
+        out["redistribution"] = _redistribution(comm)
+    out["cyclic"] = _cyclic(comm)
+    return out
+
+
+def _write_json(results) -> None:
+    path = json_argument()
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f)
 
 
 def main() -> None:
     if "--serial" in sys.argv:
-        serial()
+        _write_json(serial())
         return
-    if "--child" not in sys.argv and default_comm().size == 1:  # launched plainly
-        env = dict(os.environ, D2O_MPI="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        cmd = [sys.executable, os.path.abspath(__file__), "--serial"]
+    comm = default_comm()
+    if "--child" in sys.argv or comm.size > 1:  # under mpiexec
+        results = measure()
+        if comm.rank == 0:
+            _write_json(results)
+        return
+    # launched plainly: the serial part without MPI, then the mpiexec runs; one record
+    env = dict(os.environ, D2O_MPI="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "serial.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--serial", "--json", path]
         subprocess.run(cmd, env=env, check=True)
-        os.environ.pop("D2O_MPI", None)  # the mpiexec runs below need MPI
-    run_or_launch(__file__, measure, counts=COUNTS)
+        with open(path) as f:
+            results = {"serial": json.load(f)}
+    results.update(launch_children(__file__, [], COUNTS))
+    options = {"repeat": REPEAT, "repeat_redistribution": REPEAT_REDIST, "blocks": list(BLOCKS)}
+    record(RECORD, results, processes=COUNTS, options=options)
 
 
 if __name__ == "__main__":

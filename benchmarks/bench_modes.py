@@ -31,6 +31,7 @@ import d2o
 from d2o import distributed_data_object as D2O
 from d2o.core.comm import default_comm
 
+RECORD = "modes"  # docs/_data/bench/modes.json
 COMM = default_comm()
 CALLS = 3000 if "--quick" not in sys.argv else 300
 OPS = [
@@ -66,7 +67,7 @@ def chain_peak() -> float:
     return COMM.allreduce(peak, op="max") / piece
 
 
-def measure() -> None:
+def measure() -> dict | None:
     x = D2O(np.arange(1000.0))
     y = D2O(np.ones(1000))
     rows = {name: [] for name, _ in OPS}
@@ -79,14 +80,16 @@ def measure() -> None:
         for name, fn in OPS:
             rows[name].append(per_call(fn, x, y))
     peak = chain_peak()
-    if COMM.rank == 0:
-        print(f"\nP = {COMM.size}: microseconds per call ({CALLS} calls, best of 5)")
-        print("| operation | " + " | ".join(states) + " |")
-        print("|---|" + "---:|" * len(states))
-        for name, vals in rows.items():
-            print(f"| `{name}` | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
-        print(f"peak of the four-operator chain after both: {peak:.2f} pieces (1.0: reused)")
+    if COMM.rank:
+        return None
+    print(f"\nP = {COMM.size}: microseconds per call ({CALLS} calls, best of 5)")
+    print("| operation | " + " | ".join(states) + " |")
+    print("|---|" + "---:|" * len(states))
+    for name, vals in rows.items():
+        print(f"| `{name}` | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
+    print(f"peak of the four-operator chain after both: {peak:.2f} pieces (1.0: reused)")
+    return {"calls_per_block": CALLS, "states": states, "us_per_call": rows, "chain_peak": peak}
 
 
 if __name__ == "__main__":
-    run_or_launch(__file__, measure)
+    run_or_launch(__file__, measure, name=RECORD)

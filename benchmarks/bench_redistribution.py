@@ -1,8 +1,9 @@
 """Redistributing a 32 MiB float64 array from axis 0 to axis 1, against a plain memcpy.
 
 Run plainly (``python benchmarks/bench_redistribution.py``) it launches itself
-under ``mpiexec -n 1`` and ``-n 2``; under mpiexec it measures on that many
-ranks.  Prints the median time of ``obj.redistribute(1)`` (each repetition
+under ``mpiexec -n 1`` and ``-n 2`` and writes the results to
+``docs/_data/bench/redistribution.json`` (``make bench``; the performance page shows
+it); under mpiexec it measures on that many ranks.  Prints the median time of ``obj.redistribute(1)`` (each repetition
 starts with a barrier; the time is the slowest rank's), its throughput
 (global bytes / time), and ``np.copyto`` of the same 32 MiB on one process.
 Peer figure measured on this machine: Heat, about 8.6 ms on 2 processes.
@@ -17,11 +18,12 @@ from _harness import run_or_launch, timed  # noqa: E402  (also puts the repo on 
 from d2o import distributed_data_object as D2O  # noqa: E402
 from d2o.core.comm import Comm, default_comm  # noqa: E402
 
+RECORD = "redistribution"  # docs/_data/bench/redistribution.json
 SHAPE = (2048, 2048)  # 32 MiB of float64
 REPEAT = 15
 
 
-def measure() -> None:
+def measure() -> dict | None:
     comm = default_comm()
     x = D2O(global_shape=SHAPE, dtype=np.float64)
     x.local_array[...] = comm.rank
@@ -38,7 +40,9 @@ def measure() -> None:
             f"ratio {t / tm:5.1f}x memcpy",
             flush=True,
         )
+        return {"shape": list(SHAPE), "bytes": nbytes, "d2o_s": t, "copyto_s": tm}
+    return None
 
 
 if __name__ == "__main__":
-    run_or_launch(__file__, measure)
+    run_or_launch(__file__, measure, name=RECORD)

@@ -8,8 +8,8 @@ one-byte agreement with the watchdog thread running and stopped, in the same run
 
 Run::
 
-    python benchmarks/bench_safety.py          # launches mpiexec -n 1 and -n 2
-    python benchmarks/bench_safety.py > docs/_data/safety.md   # the performance page's table
+    python benchmarks/bench_safety.py          # launches mpiexec -n 1 and -n 2, writes
+                                               # docs/_data/bench/safety.json (make bench)
     mpiexec -n 2 python benchmarks/bench_safety.py --child
 
 This is a benchmark, not a test: it asserts nothing.
@@ -28,6 +28,7 @@ from d2o import distributed_data_object as D2O
 from d2o.core import watchdog as _watchdog
 from d2o.core.comm import default_comm
 
+RECORD = "safety"  # docs/_data/bench/safety.json
 COMM = default_comm()
 N = 1000
 CALLS = 3000 if "--quick" not in sys.argv else 500
@@ -61,7 +62,7 @@ def per_call(fn, x, y) -> float:
     return best
 
 
-def measure() -> None:
+def measure() -> dict | None:
     x = D2O(np.arange(N, dtype=np.float64))
     y = D2O(np.ones(N))
     rows = []
@@ -85,7 +86,7 @@ def measure() -> None:
             best = min(best, COMM.allreduce(time.perf_counter() - t0, op="max") / CALLS * 1e6)
         watch.append(best)
     if COMM.rank:
-        return
+        return None
     label = f"{COMM.size} process{'es' if COMM.size > 1 else ''}"
     print(f"\n**{label}** ({CALLS} calls per block, best of 5; microseconds per call):\n")
     print("| operation | communicates | check_args off | on | extra |")
@@ -99,6 +100,15 @@ def measure() -> None:
         )
     counter = _counter_cost()
     print(f"\nThe watchdog's bookkeeping per MPI call (`Comm.calls += 1`): {counter * 1e3:.0f} ns.")
+    return {
+        "calls_per_block": CALLS,
+        "operations": [
+            {"name": name, "communicates": comm, "off_us": off, "on_us": on}
+            for name, comm, off, on in rows
+        ],
+        "agreement_us": {"watchdog_running": watch[0], "watchdog_stopped": watch[1]},
+        "counter_us": counter,
+    }
 
 
 def _counter_cost() -> float:
@@ -116,4 +126,4 @@ def _counter_cost() -> float:
 
 
 if __name__ == "__main__":
-    run_or_launch(__file__, measure)
+    run_or_launch(__file__, measure, name=RECORD)

@@ -12,7 +12,8 @@ keeps its copy for numpy's calls.  Three ways to run it:
 * ``mpiexec -n N python benchmarks/bench_sort.py``: d2o.numpy on N ranks;
 * ``python benchmarks/bench_sort.py`` (no mpiexec, no ``D2O_MPI``): launches the
   second form with N = 1 and 2 (``--child``, results passed back through a JSON
-  file) and prints one table of both.
+  file), prints one table of both and writes them to ``docs/_data/bench/sort.json``
+  (``make bench``; the performance page shows it).
 
 numpy is measured in the same run: rank 0 times the numpy call alone while the other
 ranks sleep (polling a non-blocking barrier every 2 ms, so that they take no core from
@@ -47,12 +48,14 @@ from _harness import (  # (importing it puts the repository on sys.path)
     measure_and_report,
     measures_here,
     on_rank0,
+    record,
     run_label,
 )
 
 import d2o.numpy as dnp  # noqa: E402
 from d2o import default_comm  # noqa: E402
 
+RECORD = "sort"  # docs/_data/bench/sort.json
 REPEAT = 5
 BUDGET = 10.0  # seconds: a numpy call is timed again only while its runs took less
 COUNTS = (1, 2)
@@ -225,9 +228,13 @@ def print_combined(by_count: dict, n: int) -> None:
             print(f"  {dtype}: {v}")
 
 
-def launch(argv: list[str], n: int) -> None:
-    """Run the N = 1 and N = 2 measurements under mpiexec and print them together."""
-    print_combined(launch_children(__file__, argv, COUNTS), n)
+def launch(argv: list[str], n: int, repeat: int) -> None:
+    """Run the N = 1 and N = 2 measurements under mpiexec, print them together and record
+    them (``RECORD``)."""
+    by_count = launch_children(__file__, argv, COUNTS)
+    print_combined(by_count, n)
+    options = {"n": n, "repeat": repeat, "budget_s": BUDGET, "goals": {"sort_2p": SORT_GOAL}}
+    record(RECORD, by_count, processes=COUNTS, quick=n < N_DEFAULT, options=options)
 
 
 def main() -> None:
@@ -243,7 +250,7 @@ def main() -> None:
         parser.error("--n and --repeat must be positive")
     comm = default_comm()
     if not measures_here(args.child, comm):
-        launch([f"--n={n}", f"--repeat={args.repeat}"], n)
+        launch([f"--n={n}", f"--repeat={args.repeat}"], n, args.repeat)
         return
     measure_and_report(
         comm,

@@ -1,9 +1,13 @@
 """Sphinx configuration of d2o's documentation site; build it with ``make docs``.
 
 The build never needs MPI: d2o runs on its serial stand-in (``D2O_MPI=0``), the
-pictures and plots are drawn by ``docs/_scripts/`` into ``docs/_generated/`` (not
-committed) and the paper listings' outputs are read from ``docs/_listings/``
-(recorded under ``mpiexec`` by ``docs/_scripts/listings.py``, checked by ``make test``).
+pictures are drawn by ``docs/_scripts/figures.py`` into ``docs/_generated/`` (not
+committed), the performance page's tables and plots are rendered there by
+``docs/_scripts/performance.py`` from the benchmarks' output files in
+``docs/_data/bench/`` (written by ``make bench``; the script fails the build when a file
+is missing or does not come from a benchmark, or when the page holds a figure typed by
+hand), and the paper listings' outputs are read from ``docs/_listings/`` (recorded under
+``mpiexec`` by ``docs/_scripts/listings.py``, checked by ``make test``).
 """
 
 from __future__ import annotations
@@ -92,10 +96,11 @@ def _resolve_alias(app, env, node, contnode):
 
 
 def _generate(app) -> None:
-    """Draw the pictures and plots from d2o's own layout code and the recorded figures."""
+    """Draw the pictures from d2o's own layout code, and the performance page's tables and
+    plots from the benchmarks' output files (a failed check there fails the build)."""
     out = DOCS / "_generated"
     env = dict(os.environ, D2O_MPI="0", MPLBACKEND="Agg")
-    for script in ("figures.py", "plots.py"):
+    for script in ("figures.py", "performance.py"):
         subprocess.run(
             [sys.executable, str(DOCS / "_scripts" / script), str(out)], check=True, env=env
         )

@@ -1,4 +1,4 @@
-"""No job left hanging (d2o/_watchdog.py): a failed rank ends the job, a stalled collective
+"""No job left hanging (d2o/core/watchdog.py): a failed rank ends the job, a stalled collective
 says where every rank is.
 
 What happens to a whole job can only be seen from outside it: each test writes a small

@@ -109,7 +109,7 @@ RANK = default_comm().rank
 @need_table
 @pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform"])
 def test_axis_local_results_follow_the_rule(strategy):
-    """d2o/_axislocal.py: a result of the input's shape comes back in the input's layout;
+    """d2o/ops/axislocal.py: a result of the input's shape comes back in the input's layout;
     another result keeps the slabs it was computed on: the input's pieces where the core
     axes are whole, else the 'equal' slabs of the longest other axis.  The label must
     name the pieces' own rule (a follow-up reduction rebuilds the layout from it)."""

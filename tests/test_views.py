@@ -4,7 +4,7 @@ views whose pieces are numpy views of the base's pieces; writes go through both 
 numpy is the oracle: every test applies the same steps to a numpy array and compares.
 Slab and replicated layouts ('equal', 'fftw', 'freeform', 'not'), block mesh layouts
 (mesh01, mesh10, meshrep) and block-cyclic ones (cyc2; cyc3, whose block of 3 a step
-of 2 does not divide: such a slice is a copy, see the README).
+of 2 does not divide: such a slice is a copy, see docs/concepts.md).
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def test_chains_of_views_write_through(steps, strategy):
     assert_equal_to_numpy(v, nv)
     if v.base is x:
         assert_equal_to_numpy(x, a)
-    else:  # an integer on a mesh layout's split axis made a copy (see README)
+    else:  # an integer on a mesh layout's split axis made a copy (see docs/concepts.md)
         assert_equal_to_numpy(x, before)
 
 
