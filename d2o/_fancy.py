@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from ._comm import base_type
 from ._d2o import distributed_data_object as D2O
 from ._distributors import Distributor, get_distributor, slab_distributor
 from ._keys import normalize_index_array
-from ._redistribution import _base_type
 
 __all__: list[str] = []
 
@@ -55,7 +55,7 @@ def row_key(obj: D2O, key: Any) -> np.ndarray | None:
 
 
 def _alltoallv(comm, send: np.ndarray, sc: list, rc: list, out: np.ndarray) -> None:
-    comm.Alltoallv(send, sc, out, rc, _base_type(send.dtype.itemsize))
+    comm.Alltoallv(send, sc, out, rc, base_type(send.dtype.itemsize))
 
 
 _SCRATCH: dict = {}

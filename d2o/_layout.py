@@ -512,7 +512,10 @@ def exchange_along(data: np.ndarray, src: MeshDistributor, dst: MeshDistributor,
         return int(np.ravel_multi_index(coords, mesh))
 
     sub = subcomm(src, (m,))
-    return exchange(sub, data, lambda j: src.region(rank_of(j)), lambda j: dst.region(rank_of(j)))
+    return exchange(
+        sub, data, lambda j: src.region(rank_of(j)), lambda j: dst.region(rank_of(j)),
+        key=("along", src, dst, m),  # rank_of depends on src's coordinates only
+    )  # fmt: skip
 
 
 def is_mesh(d: Distributor) -> bool:

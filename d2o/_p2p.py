@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._comm import Comm
+from ._comm import Comm, base_type
 from ._errors import agree_gather
-from ._redistribution import _base_type
 
 __all__ = ["alltoallv", "count_matrix", "fetch", "scatter"]
 
@@ -30,7 +29,7 @@ def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarra
         return recv
     sc = [int(c) for c in sendcounts]
     rc = [int(c) for c in recvcounts]
-    comm.Alltoallv(send, sc, recv, rc, _base_type(send.dtype.itemsize))
+    comm.Alltoallv(send, sc, recv, rc, base_type(send.dtype.itemsize))
     return recv
 
 
