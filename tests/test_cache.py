@@ -29,3 +29,15 @@ def test_cached_calls_once_per_arguments_within_its_bound():
     collective_assert([square(2), square(2), square(3)] == [4, 4, 9] and calls == [2, 3])
     square(4)  # the third distinct argument: the cache starts afresh
     collective_assert(square(2) == 4 and calls == [2, 3, 4, 2] and len(square.cache) == 2)
+
+
+def test_an_lru_cache_drops_the_least_recently_used_entry():
+    gone: list = []
+    c = BoundedCache(2, evict=gone.append, lru=True)
+    c.put("a", 1)
+    c.put("b", 2)
+    collective_assert(c.use("a") == 1 and c.use("zz") is None)  # "b" is now the oldest
+    c.put("c", 3)
+    collective_assert(gone == [2] and dict(c) == {"a": 1, "c": 3})
+    c.shrink(0)
+    collective_assert(sorted(gone) == [1, 2, 3] and not c)

@@ -279,7 +279,7 @@ def test_bool_and_pickle():
 def test_distributor_cache_is_bounded_and_identity_is_not_needed(monkeypatch):
     from d2o.layouts import distributors as _distributors
 
-    monkeypatch.setattr(_distributors, "_CACHE_MAX", 4)
+    monkeypatch.setattr(_distributors._CACHE, "maxsize", 4)
     old = distributed_data_object(np.arange(12.0).reshape(4, 3), distribution_strategy="fftw")
     for n in range(5, 15):  # many other layouts: the cache starts afresh
         distributed_data_object(global_shape=(n, 3))

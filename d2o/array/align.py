@@ -170,7 +170,7 @@ def _align_to_boxes(x: D2O, target: Distributor) -> np.ndarray:
         return x.data[index_of(want(d.comm.rank))]
     if _same_boxes(d, target, want):
         return x.data
-    return exchange(d.comm, x.data, d.region, want, send=d.source)
+    return exchange(d.comm, x.data, d.region, want, send=d.source, key=("wanted", d, target))
 
 
 def align_out(o: D2O, target: Distributor) -> np.ndarray:

@@ -1,10 +1,12 @@
 """The one bounded cache of d2o: layouts, distributors, digests, exchange plans.
 
-`BoundedCache` is a dict (lookups are dict lookups, at C speed) whose `put` starts
-afresh once ``maxsize`` entries are held, first handing every value to ``evict`` (an
-exchange plan frees its MPI datatypes there).  Starting afresh rather than evicting one
-entry keeps `put` O(1) and the cache free of bookkeeping on the lookup path; what is
-cached is cheap to rebuild.  `cached` makes a function of hashable arguments use one.
+`BoundedCache` is a dict (lookups are dict lookups, at C speed) of at most ``maxsize``
+entries, each value handed to ``evict`` when it leaves (an exchange plan frees its MPI
+datatypes there).  By default a `put` into a full cache starts afresh, which keeps the
+lookup path free of bookkeeping (for what is cheap to rebuild: layouts, digests); with
+``lru=True`` it drops only the least recently used entry, and `use` marks a hit (for
+what is worth keeping: exchange plans).  `cached` makes a function of hashable
+arguments use one.
 Nothing here communicates.
 """
 
@@ -18,22 +20,44 @@ __all__ = ["BoundedCache", "cached"]
 
 
 class BoundedCache(dict):
-    """A dict of at most ``maxsize`` entries, emptied (after ``evict(value)`` for each
-    value) when a `put` finds it full."""
+    """A dict of at most ``maxsize`` entries: a `put` into a full one empties it (or, with
+    ``lru``, drops the least recently used entry), calling ``evict(value)`` for each
+    value that leaves."""
 
-    __slots__ = ("maxsize", "evict")
+    __slots__ = ("maxsize", "evict", "lru")
 
-    def __init__(self, maxsize: int, evict: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self, maxsize: int, evict: Callable[[Any], None] | None = None, lru: bool = False
+    ) -> None:
         super().__init__()
         self.maxsize = maxsize
         self.evict = evict
+        self.lru = lru
 
     def put(self, key: Any, value: Any) -> Any:
         """Store ``value`` under ``key`` and return it."""
         if len(self) >= self.maxsize:
-            self.drop()
+            if self.lru:
+                self.shrink(self.maxsize - 1)
+            else:
+                self.drop()
         self[key] = value
         return value
+
+    def use(self, key: Any) -> Any:
+        """The value under ``key``, marked most recently used (None if absent)."""
+        value = self.pop(key, None)
+        if value is not None:
+            self[key] = value
+        return value
+
+    def shrink(self, n: int) -> None:
+        """Evict the least recently stored or used entries until at most ``n`` remain."""
+        while len(self) > max(n, 0):
+            key = next(iter(self))
+            value = self.pop(key)
+            if self.evict is not None:
+                self.evict(value)
 
     def drop(self) -> None:
         """Empty the cache, handing every value to ``evict`` first."""

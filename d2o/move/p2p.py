@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.comm import Comm
+from ..core.comm import Comm, base_type
 from ..core.errors import agree_gather
-from .redistribution import _base_type
 
 __all__ = ["alltoallv", "route_pieces", "route", "ask", "count_matrix", "fetch", "scatter"]
 
@@ -39,7 +38,7 @@ def alltoallv(comm: Comm, send: np.ndarray, sendcounts, recvcounts) -> np.ndarra
         return recv
     sc = [int(c) for c in sendcounts]
     rc = [int(c) for c in recvcounts]
-    comm.Alltoallv(send, sc, recv, rc, _base_type(send.dtype.itemsize))
+    comm.Alltoallv(send, sc, recv, rc, base_type(send.dtype.itemsize))
     return recv
 
 

@@ -11,10 +11,16 @@ than 2**31 elements need no special path.
 A change of strategy, of offsets, of distributed axis (a global transpose),
 a gather onto one or all ranks and a slab of rows sent to everybody are all
 the same call with different boxes.
+
+What an exchange means on this rank (its parts and their datatypes) is an
+`ExchangePlan`, built at the first call and kept in a small LRU cache (64
+plans) keyed by the layouts and the item size, so repeating a redistribution
+builds no datatypes (mpi4py-fft's ``Transfer``).
 """
 
 from __future__ import annotations
 
+import atexit
 import math
 from bisect import bisect_right
 from collections.abc import Callable
@@ -22,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.comm import MPI, Comm
+from ..core.cache import BoundedCache
+from ..core.comm import Comm, base_type, free_types, region_type
 from ..core.errors import check_gather
 from ..layouts.distributors import Distributor, as_runs, is_runs, run_length
 from ..layouts.mesh import MeshDistributor, one_mesh_axis, subcomm
@@ -97,53 +104,167 @@ def _local_index(full: Box, part: Box) -> tuple:
     return np.ix_(*[np.concatenate([np.arange(p, p + n) for p, n in b]) for b in per_axis])
 
 
-_BASE_TYPES: dict = {}
+def _region_types(base: Any, full: Box, part: Box) -> tuple:
+    """``(1, datatype)`` selecting ``part`` inside a C-ordered array holding ``full``, and
+    the datatypes made for it (to be freed with the plan)."""
+    if not full:  # 0-d: the one element
+        return (1, base), []
+    made = region_type(
+        base, [run_length(f) for f in full], [_blocks(f, p) for f, p in zip(full, part)]
+    )
+    return (1, made[-1]), made
 
 
-def _base_type(itemsize: int):
-    """An MPI datatype of ``itemsize`` bytes, used for raw copies only.
+class ExchangePlan:
+    """One exchange as seen by this rank, worked out once: the part it keeps, the part it
+    sends to and receives from every peer, and (built at first use, kept until the plan is
+    evicted or the process exits) the MPI datatypes and displacements that move them.
 
-    Named types of the right size are preferred: MPICH packs subarrays of
-    them about twice as fast as subarrays of a contiguous-bytes type.
+    A plan holds boxes, index tuples and datatypes only, never array data: the pieces
+    are passed to `run` on every call.  It is valid for every piece of the ``have`` box
+    and an item size of ``itemsize`` bytes, whatever its dtype and memory layout:
+    C-contiguous pieces go through the subarray datatypes, strided ones (views, or a
+    dtype conversion) are packed by numpy using the cached indices.
     """
-    t = _BASE_TYPES.get(itemsize)
-    if t is None:
-        named = {1: MPI.BYTE, 2: MPI.INT16_T, 4: MPI.INT32_T, 8: MPI.DOUBLE}
-        named[16] = MPI.C_DOUBLE_COMPLEX
-        t = named.get(itemsize)
-        if t is None:
-            t = MPI.BYTE.Create_contiguous(itemsize).Commit()
-        _BASE_TYPES[itemsize] = t
-    return t
+
+    __slots__ = ("itemsize", "have", "want", "own", "sends", "recvs", "typed", "packed", "made")
+
+    def __init__(self, comm: Comm, have: BoxFn, want: BoxFn, send: BoxFn | None, itemsize: int):
+        if send is None:
+            source = lambda s, q: have(s)  # noqa: E731
+        else:
+
+            def source(s: int, q: int) -> Box | None:
+                hs = have(s)
+                if hs is not None and hs == have(q):
+                    return hs if s == q else None  # q holds this box itself
+                return send(s)
+
+        me = comm.rank
+        self.itemsize = itemsize
+        self.have, self.want = have(me), want(me)
+        own = _intersect(source(me, me), self.want)
+        self.own = (
+            None if own is None else (_local_index(self.want, own), _local_index(self.have, own))
+        )
+        self.sends = [
+            None if p == me else _intersect(source(me, p), want(p)) for p in range(comm.size)
+        ]
+        self.recvs = [
+            None if p == me else _intersect(source(p, me), self.want) for p in range(comm.size)
+        ]
+        self.typed: tuple | None = None  # (sendtypes, recvtypes) for Alltoallw
+        self.packed: tuple | None = None  # what `_run_packed` needs
+        self.made: list = []  # every datatype made for this plan
+
+    def run(self, comm: Comm, data: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """Collective: this rank's wanted box, assembled from ``data`` (its ``have`` box)
+        and the other ranks' pieces."""
+        out = np.empty(_shape(self.want, data.ndim), dtype=dtype)
+        # this rank's own part is a numpy copy (MPI's datatype engine copies it at half speed)
+        if self.own is not None:
+            out[self.own[0]] = data[self.own[1]]
+        if not (data.flags.c_contiguous and data.dtype == dtype):
+            return self._run_packed(comm, data, out)
+        if self.typed is None:
+            self._make_types()
+        sendtypes, recvtypes = self.typed  # type: ignore[misc]
+        comm.Alltoallw(data, sendtypes, out, recvtypes)
+        return out
+
+    def _make_types(self) -> None:
+        base = base_type(self.itemsize)
+        try:
+            sendtypes: list = []
+            recvtypes: list = []
+            for parts, full, types in ((self.sends, self.have, sendtypes),
+                                       (self.recvs, self.want, recvtypes)):  # fmt: skip
+                for part in parts:
+                    if part is None:
+                        types.append((0, base))
+                    else:
+                        t, made = _region_types(base, full, part)
+                        self.made += made
+                        types.append(t)
+        except BaseException:
+            self.free()
+            raise
+        self.typed = (sendtypes, recvtypes)
+
+    def _run_packed(self, comm: Comm, data: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The exchange of a strided piece (a view) or with a dtype conversion: the parts
+        for other ranks are packed by numpy into one buffer (only what leaves this rank is
+        copied, not the whole piece), and the received parts are unpacked into ``out``."""
+        if self.packed is None:
+            self.packed = self._packing(comm)
+        sends, recvs, scounts, rcounts, sd, rd, stypes, rtypes = self.packed
+        sbuf = np.empty(sum(scounts), dtype=out.dtype)
+        rbuf = np.empty(sum(rcounts), dtype=out.dtype)
+        for idx, o, c in zip(sends, sd, scounts):
+            if c:
+                a = data[idx]
+                sbuf[o : o + c].reshape(a.shape)[...] = a
+        item = self.itemsize
+        comm.Alltoallw(sbuf, stypes, rbuf, rtypes,
+                       [int(o) * item for o in sd], [int(o) * item for o in rd])  # fmt: skip
+        for r, o, c in zip(recvs, rd, rcounts):
+            if c:
+                out[r[0]] = rbuf[o : o + c].reshape(r[1])
+        return out
+
+    def _packing(self, comm: Comm) -> tuple:
+        base = base_type(self.itemsize)
+        sends = [None if part is None else _local_index(self.have, part) for part in self.sends]
+        recvs = [
+            None if part is None else (_local_index(self.want, part), _shape(part, 0))
+            for part in self.recvs
+        ]
+        scounts = [0 if p is None else math.prod(_shape(p, 0)) for p in self.sends]
+        rcounts = [0 if r is None else math.prod(r[1]) for r in recvs]
+        sd = np.concatenate(([0], np.cumsum(scounts)[:-1])).astype(int)
+        rd = np.concatenate(([0], np.cumsum(rcounts)[:-1])).astype(int)
+        stypes = [(c, base) for c in scounts]
+        rtypes = [(c, base) for c in rcounts]
+        return sends, recvs, scounts, rcounts, sd.tolist(), rd.tolist(), stypes, rtypes
+
+    def free(self) -> None:
+        """Give back the plan's datatypes (it builds them again if it runs once more)."""
+        made, self.made, self.typed = self.made, [], None
+        free_types(made)
 
 
-def _subarray(base, full: Box, part: Box, created: list):
-    """A committed datatype selecting ``part`` inside a C-ordered array holding ``full``:
-    an MPI subarray for a box, nested indexed types when an axis has several runs."""
-    if not full:
-        return (1, base)
-    per_axis = [_blocks(f, p) for f, p in zip(full, part)]
-    sizes = [run_length(f) for f in full]
-    if all(len(b) == 1 for b in per_axis):
-        subsizes = [b[0][1] for b in per_axis]
-        starts = [b[0][0] for b in per_axis]
-        t = base.Create_subarray(sizes, subsizes, starts, order=MPI.ORDER_C).Commit()
-        created.append(t)
-        return (1, t)
-    stride = base.Get_extent()[1]
-    inner = base
-    for k in range(len(sizes) - 1, -1, -1):  # innermost axis first
-        lens = [n for _, n in per_axis[k]]
-        disps = [p * stride for p, _ in per_axis[k]]
-        t = inner.Create_hindexed(lens, disps)
-        created.append(t)
-        stride *= sizes[k]
-        if k:
-            t = t.Create_resized(0, stride)
-            created.append(t)
-        inner = t
-    inner.Commit()
-    return (1, inner)
+#: Exchange plans by (communicator, what identifies have/want/send, item size), least
+#: recently used first.  An evicted plan frees its datatypes at once.
+_PLANS = BoundedCache(64, evict=ExchangePlan.free, lru=True)
+
+
+def plan_cache_size(n: int | None = None) -> int:
+    """The number of exchange plans kept (default 64); with ``n``, set it (0: none, every
+    exchange builds and frees its datatypes, as before plans), evicting the least
+    recently used plans beyond it.  Returns the previous size.  Local."""
+    old = _PLANS.maxsize
+    if n is not None:
+        _PLANS.maxsize = max(0, int(n))
+        _PLANS.shrink(_PLANS.maxsize)
+    return old
+
+
+def free_plans() -> None:
+    """Drop every cached exchange plan and free its datatypes (local; run at exit, before
+    MPI finalizes)."""
+    _PLANS.shrink(0)
+
+
+atexit.register(free_plans)
+
+
+def _fn_key(f: BoxFn | None) -> tuple | None:
+    """What identifies ``f`` when it is a distributor's ``region`` or ``source`` (pure
+    functions of the rank, as distributors are immutable), else None."""
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, Distributor) and getattr(f, "__name__", None) in ("region", "source"):
+        return (owner, f.__name__)  # type: ignore[union-attr]
+    return None
 
 
 def exchange(
@@ -153,6 +274,7 @@ def exchange(
     want: BoxFn,
     dtype: np.dtype | None = None,
     send: BoxFn | None = None,
+    key: Any = None,
 ) -> np.ndarray:
     """Collective: give every rank the box ``want(rank)``, assembled from ``have(r)`` of all ranks.
 
@@ -164,78 +286,38 @@ def exchange(
     sends, except to a rank that holds the same box: that rank takes its own
     copy, so only elements a rank does not hold reach it.  Returns this
     rank's wanted box as a new C-contiguous array.
+
+    The exchange's plan (its parts and MPI datatypes) is cached when ``have``,
+    ``want`` and ``send`` are distributors' ``region``/``source`` methods, or
+    when ``key`` is given: a hashable value that, on ``comm``, determines all
+    three functions (start it with a string naming the caller).  Otherwise it
+    is built for this call and freed.
     """
-    if send is None:
-        source = lambda s, q: have(s)  # noqa: E731
-    else:
-
-        def source(s: int, q: int) -> Box | None:
-            hs = have(s)
-            if hs is not None and hs == have(q):
-                return hs if s == q else None  # q holds this box itself
-            return send(s)
-
     dtype = data.dtype if dtype is None else np.dtype(dtype)
-    me = comm.rank
-    my_have, my_want = have(me), want(me)
-    ndim = data.ndim
-    out = np.empty(_shape(my_want, ndim), dtype=dtype)
     if comm.size == 1:
+        me = comm.rank
+        my_have, my_want = have(me), want(me)
+        out = np.empty(_shape(my_want, data.ndim), dtype=dtype)
         part = _intersect(my_have, my_want)
         if part is not None:
             out[_local_index(my_want, part)] = data[_local_index(my_have, part)]
         return out
-    # this rank's own part is a numpy copy (MPI's datatype engine copies it at half speed)
-    own = _intersect(source(me, me), my_want)
-    if own is not None:
-        out[_local_index(my_want, own)] = data[_local_index(my_have, own)]
-    base = _base_type(dtype.itemsize)
-    if not (data.flags.c_contiguous and data.dtype == dtype):
-        return _exchange_packed(comm, data, out, source, want, my_have, my_want, base)
-    created: list = []
-    try:
-        sendtypes, recvtypes = [], []
-        for peer in range(comm.size):
-            part = None if peer == me else _intersect(source(me, peer), want(peer))
-            sendtypes.append((0, base) if part is None else _subarray(base, my_have, part, created))
-            part = None if peer == me else _intersect(source(peer, me), my_want)
-            recvtypes.append((0, base) if part is None else _subarray(base, my_want, part, created))
-        comm.Alltoallw(data, sendtypes, out, recvtypes)
-    finally:
-        for t in created:
-            t.Free()
-    return out
-
-
-def _exchange_packed(comm: Comm, data: np.ndarray, out: np.ndarray, source: Any, want: BoxFn,
-                     my_have: Box, my_want: Box, base: Any) -> np.ndarray:  # fmt: skip
-    """`exchange` of a strided piece (a view): the parts for other ranks are packed by
-    numpy into one buffer (only what leaves this rank is copied, not the whole piece),
-    and the received parts are unpacked into ``out``."""
-    me, item = comm.rank, out.dtype.itemsize
-    sends, recvs = [], []
-    for peer in range(comm.size):
-        part = None if peer == me else _intersect(source(me, peer), want(peer))
-        sends.append(None if part is None else data[_local_index(my_have, part)])
-        part = None if peer == me else _intersect(source(peer, me), my_want)
-        recvs.append(
-            None if part is None else (_local_index(my_want, part), _shape(part, out.ndim))
-        )
-    scounts = [0 if a is None else a.size for a in sends]
-    rcounts = [0 if r is None else math.prod(r[1]) for r in recvs]
-    sbuf = np.empty(sum(scounts), dtype=out.dtype)
-    rbuf = np.empty(sum(rcounts), dtype=out.dtype)
-    sd = np.concatenate(([0], np.cumsum(scounts)[:-1])).astype(int)
-    rd = np.concatenate(([0], np.cumsum(rcounts)[:-1])).astype(int)
-    for a, o, c in zip(sends, sd, scounts):
-        if c:
-            sbuf[o : o + c].reshape(a.shape)[...] = a
-    comm.Alltoallw(sbuf, [(c, base) for c in scounts], rbuf, [(c, base) for c in rcounts],
-                   [int(o) * item for o in sd], [int(o) * item for o in rd])  # fmt: skip
-    for r, o, c in zip(recvs, rd, rcounts):
-        if c:
-            out[r[0]] = rbuf[o : o + c].reshape(r[1])
-    return out
+    if key is None:
+        hk, wk = _fn_key(have), _fn_key(want)
+        sk = None if send is None else _fn_key(send)
+        if hk is not None and wk is not None and (send is None or sk is not None):
+            key = (hk, wk, sk)
+    if key is None or not _PLANS.maxsize:
+        plan = ExchangePlan(comm, have, want, send, dtype.itemsize)
+        try:
+            return plan.run(comm, data, dtype)
+        finally:
+            plan.free()
+    full_key = (comm, key, dtype.itemsize)
+    plan = _PLANS.use(full_key)
+    if plan is None:
+        plan = _PLANS.put(full_key, ExchangePlan(comm, have, want, send, dtype.itemsize))
+    return plan.run(comm, data, dtype)
 
 
 def describe(d: Distributor) -> str:
@@ -303,10 +385,13 @@ def gather(data: np.ndarray, src: Distributor, target_rank: int | None = None) -
             return data.copy()
         return None
     if target_rank is None:
-        return exchange(src.comm, data, src.region, lambda r: full, send=src.source)
+        return exchange(
+            src.comm, data, src.region, lambda r: full, send=src.source, key=("gather", src, None)
+        )
     out = exchange(
-        src.comm, data, src.region, lambda r: full if r == target_rank else None, send=src.source
-    )
+        src.comm, data, src.region, lambda r: full if r == target_rank else None,
+        send=src.source, key=("gather", src, target_rank),
+    )  # fmt: skip
     return out if src.comm.rank == target_rank else None
 
 
@@ -326,4 +411,7 @@ def exchange_along(data: np.ndarray, src: MeshDistributor, dst: MeshDistributor,
         return int(np.ravel_multi_index(coords, mesh))
 
     sub = subcomm(src, (m,))
-    return exchange(sub, data, lambda j: src.region(rank_of(j)), lambda j: dst.region(rank_of(j)))
+    return exchange(
+        sub, data, lambda j: src.region(rank_of(j)), lambda j: dst.region(rank_of(j)),
+        key=("along", src, dst, m),  # rank_of depends on src's coordinates only
+    )  # fmt: skip

@@ -109,7 +109,7 @@ def einsum(*operands: Any, out: Any = None, **kwargs: Any) -> Any:
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     """numpy's ``tensordot``: a matrix product (the last axis of a 1-d/2-d ``a`` with the
-    first of a 1-d/2-d ``b``, not both 1-d) is `d2o.dot` (`d2o._linalg`: the product picked
+    first of a 1-d/2-d ``b``, not both 1-d) is `d2o.dot` (`d2o.ops.linalg`: the product picked
     by shape); any other contraction is an `einsum`."""
     na, nb = np.ndim(a), np.ndim(b)
     if isinstance(axes, (int, np.integer)):

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..core.comm import base_type
 from ..core.keys import normalize_index_array
 from ..layouts.distributors import Distributor, get_distributor, slab_distributor
-from ..move.redistribution import _base_type
 
 __all__: list[str] = []
 
@@ -55,7 +55,7 @@ def row_key(obj: D2O, key: Any) -> np.ndarray | None:
 
 
 def _alltoallv(comm, send: np.ndarray, sc: list, rc: list, out: np.ndarray) -> None:
-    comm.Alltoallv(send, sc, out, rc, _base_type(send.dtype.itemsize))
+    comm.Alltoallv(send, sc, out, rc, base_type(send.dtype.itemsize))
 
 
 _SCRATCH: dict = {}

@@ -130,7 +130,7 @@ def _crop_pad(data: np.ndarray, cur: Distributor, target: Distributor) -> np.nda
         hi = min(hi, n_old)
         return None if hi <= lo else ((lo, hi),) + box[1:]
 
-    got = exchange(cur.comm, data, cur.region, want)
+    got = exchange(cur.comm, data, cur.region, want, key=("crop_pad", cur, target))
     if got.shape == target.local_shape:
         return got
     out = np.zeros(target.local_shape, dtype=data.dtype)
@@ -271,8 +271,8 @@ def _hermitian_full(data: np.ndarray, cur: Distributor, n: int) -> tuple[np.ndar
             return None
         return ((n - hi + 1, n - lo + 1),) + tuple((0, s) for s in batch)
 
-    first = exchange(comm, data, cur.region, direct)
-    second = exchange(comm, data, cur.region, mirrored)
+    first = exchange(comm, data, cur.region, direct, key=("irfft direct", cur, target, h))
+    second = exchange(comm, data, cur.region, mirrored, key=("irfft mirrored", cur, target, h))
     out = np.empty(target.local_shape, dtype=np.result_type(data.dtype, np.complex64))
     k = first.shape[0] if direct(comm.rank) is not None else 0
     if k:

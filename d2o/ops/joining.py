@@ -142,7 +142,9 @@ def _place(a: D2O, target: Distributor, ax: int, lo: int, hi: int, piece, mine) 
     if d.replicated:
         part = None if w is None else a.data[tuple(slice(*b) for b in w)]
     else:
-        part = exchange(d.comm, a.data, d.region, want, send=d.source)
+        part = exchange(
+            d.comm, a.data, d.region, want, send=d.source, key=("place", d, target, ax, lo, hi)
+        )
     if w is None:
         return
     at = [slice(None)] * piece.ndim

@@ -128,7 +128,9 @@ def _rows_times(a: D2O, b: D2O, out_dtype: np.dtype) -> np.ndarray:
     for step in range(comm.size):
         src = (comm.rank + step) % comm.size
         want = lambda r, s=step: db.region((r + s) % comm.size)  # noqa: E731
-        block = exchange(comm, b.data, db.region, want) if step else b.data
+        block = (
+            exchange(comm, b.data, db.region, want, key=("rotate", db, step)) if step else b.data
+        )
         lo, hi = bounds[src], bounds[src + 1]
         if hi > lo:
             part = np.matmul(a.data[:, lo:hi], block)

@@ -189,7 +189,10 @@ def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
         local = list(lay.local_shape)
         return _view_or_copy(obj, obj.data.reshape(local), lay)
     if not new:  # a one-element distributed array to a 0-d (replicated) array
-        full = exchange(d.comm, obj.data, d.region, lambda r: tuple((0, n) for n in d.global_shape))
+        full = exchange(
+            d.comm, obj.data, d.region, lambda r: tuple((0, n) for n in d.global_shape),
+            key=("allgather", d),
+        )  # fmt: skip
         return _from_local(full.reshape(()), get_distributor("not", (), d.comm))
 
     flat = ravel(obj)

@@ -519,7 +519,20 @@ def render_redistribution(doc: dict) -> str:
     first = next(iter(by_count(doc).values()))
     out = f"{first['shape'][0]} × {first['shape'][1]} float64 ({nbytes(first['bytes'])}).\n\n"
     head = ["processes", "d2o ms", "throughput GB/s", "`np.copyto` ms (1 process)"]
-    return out + table(head, rows) + quick_note(doc)
+    out += table(head, rows)
+    plans = [
+        [n, f"`{p['move']}`", p["size"], us(p["uncached_s"]), us(p["cached_s"]),
+         f"{p['cached_s'] / p['uncached_s']:.2f}"]
+        for n, r in by_count(doc).items()
+        for p in r.get("plans", [])
+    ]  # fmt: skip
+    if plans:
+        out += (
+            "\nExchange plans (datatypes built once and reused) against building them per call:\n\n"
+        )
+        head = ["processes", "move", "size", "without plans", "with plans", "ratio"]
+        out += table(head, plans, "llrrrr")
+    return out + quick_note(doc)
 
 
 def render_fft(doc: dict) -> str:
