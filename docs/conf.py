@@ -59,8 +59,11 @@ nitpicky = True
 nitpick_ignore_regex = [
     ("py:.*", r"d2o\._.*"),
     ("py:.*", r"d2o\.(core|layouts|move|array|ops|api|runtime)(\..*)?"),
-    ("py:.*", r"d2o\.numpy\.(table|composed|factories|elementwise|shapes|axes|reductions"
-     r"|products|misc|indexing|sorting)(\..*)?"),
+    (
+        "py:.*",
+        r"d2o\.numpy\.(table|composed|factories|elementwise|shapes|axes|reductions"
+        r"|products|misc|indexing|sorting)(\..*)?",
+    ),
     ("py:.*", r"(numpy\.)?(random\.)?SeedSequence(\..*)?"),
     ("py:.*", r"aligned_chunks"),
 ]
