@@ -39,9 +39,18 @@ stream: after one, the fixed-width draws go on where they stopped (and so no lon
 match a numpy program making the same calls, whose normal draws consumed its one
 stream).
 
-Memory beyond the rank's piece: one block of scratch, plus a few integers per
-contiguous run of flat indices the piece covers (one run for slabs along the first axis
-and for replicated arrays).
+Bounded integers (`Generator.integers`, ``choice`` without ``p``) are not drawn by
+calling numpy once per block (the definition above, and the path taken on a big-endian
+machine): `d2o._bounded` reproduces numpy's algorithm (Lemire's method on 32-bit halves
+of the words, or on whole words for 64-bit ranges, or on their 16-bit, 8-bit and 1-bit
+pieces for the small dtypes) on the blocks' raw words, ``_BATCH`` blocks at a time with
+whole-array operations: the same values bit for bit (tested against numpy's per-block
+calls for every branch of its algorithm), without the cost of a numpy call per block.
+
+Memory beyond the rank's piece: one block of scratch (bounded integers: the words and
+values of ``_BATCH`` blocks, about 1 MB for int64), plus a few integers per contiguous
+run of flat indices the piece covers (one run for slabs along the first axis and for
+replicated arrays).
 
 A generator is a per-process object: build it on every rank with the same seed, and
 make the same calls on every rank.  ``default_rng()`` without a seed is collective (rank
@@ -50,6 +59,7 @@ make the same calls on every rank.  ``default_rng()`` without a seed is collecti
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -58,6 +68,7 @@ from typing import Any
 
 import numpy as np
 
+from ._bounded import LITTLE_ENDIAN, Bounded, _multi_arange
 from ._comm import default_comm
 from ._creation import _shape_tuple, distributor_for
 from ._d2o import distributed_data_object as D2O
@@ -71,6 +82,8 @@ __all__ = [
 #: Elements per block: every block of the flattened global array has its own stream.
 BLOCK = 4096
 _LIMIT = 1 << 32  # calls per generator and blocks per call of the variable-width draws
+_BATCH = 16  # blocks whose bounded integers are computed together (`d2o._bounded`)
+_WRAP = 1 << 128  # PCG64's period: the walker's jumps are taken modulo it
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -85,12 +98,14 @@ class _Kind:
     ``fill(gen, out)`` writes ``len(out)`` consecutive values of the stream into ``out``.
     ``per_word`` is the number of values one 64-bit word gives when that is fixed (they
     come from numpy's sequential stream), 0 when it varies (rejection sampling: blocks
-    of the stream far apart).
+    of the stream far apart).  ``bulk``, when given, computes the same values as
+    ``fill`` from the blocks' raw words, a batch of blocks at a time (`d2o._bounded`).
     """
 
     dtype: np.dtype
     per_word: int
     fill: Callable[[np.random.Generator, np.ndarray], Any]
+    bulk: Bounded | None = None
 
 
 def _fill_random(dt: np.dtype) -> Callable:
@@ -113,11 +128,19 @@ _NORMAL = {dt: _Kind(dt, 0, _fill_normal(dt)) for dt in (_F64, _F32)}
 _EXPONENTIAL = _Kind(_F64, 0, _fill_exponential)
 
 
-def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool) -> _Kind:
+def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool, bulk: bool = True
+                   ) -> _Kind:  # fmt: skip
+    """Bounded integers: numpy's ``Generator.integers`` per block, computed in bulk from
+    the blocks' words (the same values) where the machine allows (``bulk=False``: numpy's
+    own call on every block, the definition the bulk kernel is tested against)."""
+
     def fill(g: np.random.Generator, out: np.ndarray) -> None:
         out[...] = g.integers(low, high, size=out.size, dtype=dt, endpoint=endpoint)
 
-    return _Kind(dt, 0, fill)
+    kernel = None
+    if bulk and LITTLE_ENDIAN:
+        kernel = Bounded(int(np.asarray(low)), int(np.asarray(high)), dt, endpoint)
+    return _Kind(dt, 0, fill, kernel)
 
 
 # -- which flat indices a rank holds -----------------------------------------------------
@@ -191,12 +214,6 @@ def _segments(starts: np.ndarray, stops: np.ndarray) -> tuple:
     at = pos[run] + (lo - starts[run])
     base = blk * BLOCK
     return blk, lo - base, hi - base, at
-
-
-def _multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(f, f + n) for f, n in zip(first, lengths)])``, vectorized."""
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
 
 
 def _held(state: Any, has: int, value: int) -> Any:
@@ -351,6 +368,9 @@ class Generator:
         if starts.size == 0:
             return
         blk, lo, hi, at = _segments(starts, stops)
+        if kind.bulk is not None:
+            self._fill_bulk(kind.bulk, call, blk, lo, hi, at, flat)
+            return
         scratch = np.empty(BLOCK, kind.dtype)
         # consecutive segments of one block are drawn together (they sit side by side
         # in the piece); lo/hi of a group are its min/max, whatever the runs' order
@@ -367,6 +387,44 @@ class Generator:
             vals = self._draw(kind, call, blk_l[i], first, int(ghi.max()), None, scratch)
             take = _multi_arange(glo - first, ghi - glo)
             flat[at_l[i] : at_l[i] + take.size] = vals[take]
+
+    def _fill_bulk(self, kernel: Bounded, call: int, blk: np.ndarray, lo: np.ndarray,
+                   hi: np.ndarray, at: np.ndarray, flat: np.ndarray) -> None:  # fmt: skip
+        """`_fill` for a kind with a bulk kernel: the same values, computed for
+        `_BATCH` blocks at a time from their raw words (`d2o._bounded`)."""
+        g0 = np.concatenate(([0], np.flatnonzero(np.diff(blk)) + 1))  # groups of segments
+        g1 = np.append(g0[1:], blk.size)  # in one block, as in `_fill`
+        need = np.maximum.reduceat(hi, g0)  # each group draws its block's prefix
+        blocks = blk[g0].tolist()
+        walker, origin = self._walker, self._origin
+        base = ((call << 32) + 1) << 64  # block b starts (b << 64) words further
+        here = [-1]  # the walker's word past the origin (-1: not placed yet)
+
+        def draw(first: int, ks: Any, skips: Any, counts: Any) -> list:
+            out, h = [], here[0]
+            for k, skip, n in zip(ks, skips, counts):
+                target = base + (blocks[first + k] << 64) + skip
+                if h < 0:
+                    walker.state = origin
+                    walker.advance(target)
+                elif target != h:  # relative jumps: cheaper than from the origin
+                    walker.advance((target - h) % _WRAP)
+                out.append(walker.random_raw(n))
+                h = target + n
+            here[0] = h
+            return out
+
+        for s in range(0, g0.size, _BATCH):
+            e = min(s + _BATCH, g0.size)
+            i, j = int(g0[s]), int(g1[e - 1])  # the batch's segments
+            dst = flat[at[i] : at[j - 1] + hi[j - 1] - lo[j - 1]]
+            needs = need[s:e].tolist()
+            dense = j - i == e - s and not lo[i:j].any()  # the prefixes tile dst
+            vals = dst if dense else np.empty(sum(needs), flat.dtype)
+            kernel.fill(functools.partial(draw, s), needs, vals)
+            if not dense:
+                first = np.repeat(np.cumsum(need[s:e]) - need[s:e], g1[s:e] - g0[s:e])
+                dst[...] = vals[_multi_arange(first + lo[i:j], hi[i:j] - lo[i:j])]
 
     def _piece(self, kind: _Kind, size: Any, dist: Any) -> tuple[np.ndarray, Any]:
         """A new call's values: (this rank's piece, its distributor), or for

@@ -183,6 +183,118 @@ def test_fixed_width_draws_are_numpys_stream(comm, seed):
         check.done()
 
 
+# -- 1b. bounded integers: the bulk kernel gives numpy's per-block values -----------------
+
+
+def _integer_cases() -> list:
+    """(low, high, dtype, endpoint) through every branch of numpy's bounded integers
+    (`d2o._bounded`): a range of 0 (no words), chunks taken whole (2**w - 1, bool),
+    Lemire's method with and without rejections, rare and frequent (a range just above
+    half the chunk: about half the chunks rejected), on 64-, 32-, 16-, 8- and 1-bit
+    chunks; signed offsets that wrap."""
+    cases = []
+    ranges = [  # (low, high) before clipping to the dtype
+        (0, 1), (0, 2), (0, 3), (0, 100), (-5, 50), (0, 128), (0, 129), (0, 255), (0, 256),
+        (0, 2**15 + 1), (0, 2**16), (0, 2**16 + 1), (0, 2**31 + 1), (0, 2**32 - 1),
+        (0, 2**32), (0, 2**32 + 1), (-(2**40), 2**40 + 3), (0, 2**63 + 1), (0, 2**64 - 1),
+        (None, None), (-1, None), (None, 1), (3, 3),
+    ]  # fmt: skip
+    for dt in (np.int64, np.uint64, np.int32, np.uint32, np.int16, np.uint16, np.int8, np.uint8):
+        info = np.iinfo(dt)
+        for low, high in ranges:
+            lo = info.min if low is None else max(low, int(info.min))
+            hi = info.max if high is None else min(high, int(info.max))
+            for endpoint in (False, True):
+                if (hi if endpoint else hi - 1) >= lo:
+                    cases.append((lo, hi, dt, endpoint))
+    cases += [(0, 2, bool, False), (0, 1, bool, True), (1, 1, bool, True), (0, 0, bool, True)]
+    return sorted(set(cases), key=repr)
+
+
+INTEGER_CASES = _integer_cases()
+INTEGER_SIZES = (1, 5, BLOCK - 1, BLOCK, 2 * BLOCK + 1, 3 * BLOCK + 7)
+
+
+def _per_block(low, high, dt, endpoint, size, call=3) -> np.ndarray:
+    """numpy's own ``Generator.integers`` on every block (d2o's definition, and its
+    per-block implementation before the bulk kernel)."""
+    return _reference(SEED, call, (size,),
+                      lambda g, n: g.integers(low, high, n, dtype=dt, endpoint=endpoint))  # fmt: skip
+
+
+@pytest.mark.parametrize("dt", ["int64", "uint64", "int32", "uint32", "int16", "uint16",
+                                "int8", "uint8", "bool"])  # fmt: skip
+def test_bulk_integers_are_numpys_per_block_values(comm, dt):
+    """Bit for bit numpy's per-block values, for every branch of its algorithm and sizes
+    that end blocks part way; the per-block path (``bulk=False``) still gives them."""
+    check = Checks()
+    for low, high, t, endpoint in INTEGER_CASES:
+        if np.dtype(t) != np.dtype(dt):
+            continue
+        for size in INTEGER_SIZES:
+            want = _per_block(low, high, t, endpoint, size)
+            what = f"integers({low}, {high}, {size}, {dt}, endpoint={endpoint})"
+            rng = default_rng(SEED)
+            rng.calls = 3
+            got = rng.integers(low, high, size, dtype=t, endpoint=endpoint, dist=False)
+            check.true(got.dtype == want.dtype, f"{what}: dtype {got.dtype}")
+            check.equal(got, want, what=what)
+            if size in (5, 2 * BLOCK + 1):
+                rng = default_rng(SEED)
+                rng.calls = 3
+                kind = _random._integers_kind(low, high, np.dtype(t), endpoint, bulk=False)
+                piece, _ = rng._piece(kind, size, False)
+                check.true(np.array_equal(piece, want), f"{what}: per-block path")
+    check.done()
+
+
+def test_bulk_integers_draw_more_where_a_block_runs_short(comm, monkeypatch):
+    """A block whose first words hold too few accepted chunks draws more where it
+    stopped (forced here by drawing a third of the words needed at first)."""
+    from d2o import _bounded
+
+    def few(self, n):
+        return 0 if n <= 0 or self.rng == 0 else max(1, -(-n // self.per_word) // 3)
+
+    monkeypatch.setattr(_bounded.Bounded, "words", few)
+    check = Checks()
+    for low, high, t, endpoint in INTEGER_CASES[::3]:
+        for size in (7, 2 * BLOCK + 1):
+            rng = default_rng(SEED)
+            rng.calls = 3
+            got = rng.integers(low, high, size, dtype=t, endpoint=endpoint, dist=False)
+            check.equal(got, _per_block(low, high, t, endpoint, size),
+                        what=f"integers({low}, {high}, {size}, {t}, endpoint={endpoint})")  # fmt: skip
+    check.done()
+
+
+LAYOUT_INTEGER_CASES = [  # one per kind of chunk stream, rejections rare and frequent
+    (0, 100, np.int64, True),
+    (-(2**40), 2**40, np.int64, False),
+    (0, 2**63 + 1, np.uint64, False),
+    (0, 2**31 + 1, np.uint32, False),
+    (-300, 700, np.int16, True),
+    (0, 100, np.uint8, False),
+    (0, 2, bool, False),
+]
+
+
+@pytest.mark.parametrize("case", LAYOUT_INTEGER_CASES, ids=repr)
+def test_bulk_integers_in_every_layout(comm, case):
+    """Pieces that start blocks part way (column slabs, block-cyclic) and ranks holding
+    several runs of one block: the same values as numpy's per-block calls."""
+    low, high, t, endpoint = case
+    shape = (3, 4097)
+    want = _per_block(low, high, t, endpoint, 3 * 4097).reshape(shape)
+    check = Checks()
+    for name, dist in _layouts(comm).items():
+        rng = default_rng(SEED)
+        rng.calls = 3
+        check.equal(rng.integers(low, high, shape, dtype=t, endpoint=endpoint, dist=dist),
+                    want, what=f"{case} {name}")  # fmt: skip
+    check.done()
+
+
 # -- 2. the same values in every layout --------------------------------------------------
 
 

@@ -1,0 +1,218 @@
+"""numpy's bounded integers (``Generator.integers``) computed in bulk from raw PCG64 words.
+
+`d2o._random` draws bounded integers block by block: block ``b`` of a call is what
+numpy's ``Generator.integers`` gives on the stream jumped to that block's start.  Calling
+numpy once per block of 4096 values cost about as much again as the values themselves;
+this module reproduces numpy's algorithm on the block's raw 64-bit words
+(``PCG64.random_raw``) with whole-array operations, for a batch of blocks at a time, and
+gives the same values bit for bit.
+
+numpy's algorithm (``random_bounded_uint{64,32,16,8}_fill`` and
+``random_bounded_bool_fill`` of numpy's ``distributions.c``, ``use_masked=False`` as
+``Generator.integers`` passes), for ``rng = high_inclusive - low`` and ``off = low``
+taken modulo ``2**bits`` of the dtype:
+
+* It reads the words as a stream of **chunks** of ``w`` bits, lowest bits first (the
+  bit generator's 32-bit halves, low half first, split further into 16-bit, 8-bit or
+  1-bit pieces, lowest first): ``w`` is 64 for 64-bit dtypes whose ``rng`` needs more
+  than 32 bits, 32 for the other 64-bit and for 32-bit dtypes, 16 and 8 for 16-bit and
+  8-bit dtypes, 1 for bool.  On a little-endian machine the chunks are a view of the
+  words (``raw.view(uint{w})``; bits: ``unpackbits(..., bitorder='little')``).
+* ``rng == 0``: every value is ``off``, no chunk is read.  ``rng == 2**w - 1`` (and
+  bool): each value is ``off + chunk``.
+* Otherwise Lemire's method: ``m = chunk * (rng + 1)`` in ``2w`` bits; the chunk is
+  accepted when the low ``w`` bits of ``m`` are at least ``threshold = 2**w % (rng + 1)``
+  and gives ``off + (m >> w)``; a rejected chunk gives nothing and the next chunk is
+  tried.  So the values are those of the accepted chunks, in order.
+
+The bulk version draws enough words for each block (a few extra where rejections are
+frequent), computes every chunk's value and acceptance at once, and, when some chunk
+was rejected, keeps the first accepted ones of each block; a block short of accepted
+chunks (rare) draws more words where it stopped.  On a big-endian machine the chunks
+are not a view of the words: there `d2o._random` keeps numpy's per-block calls.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+#: Whether the chunks of a word are a view of it (see the module notes).
+LITTLE_ENDIAN = sys.byteorder == "little"
+
+_U64 = np.dtype(np.uint64)
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+# Draws raw words: draw(blocks, skips, counts) gives, for each k, counts[k] words of the
+# k-th block of the batch starting skips[k] words past that block's start.
+Draw = Callable[[Sequence[int], Sequence[int], Sequence[int]], list]
+
+
+class Bounded:
+    """numpy's ``Generator.integers(low, high, dtype=dt, endpoint=endpoint)``, from words.
+
+    Parameters
+    ----------
+    low, high : int
+        The bounds as numpy takes them (already checked by numpy).
+    dt : numpy.dtype
+        An integer or bool dtype.
+    endpoint : bool
+
+    Attributes
+    ----------
+    width : int
+        Bits per chunk (64, 32, 16, 8 or 1).
+    lemire : bool
+        Whether chunks go through Lemire's multiply-and-reject (else each chunk is one
+        value, or no chunk is read at all for ``rng == 0``).
+    threshold : int
+        Chunks whose low product bits are below it are rejected (0: none ever is).
+    """
+
+    def __init__(self, low: int, high: int, dt: np.dtype, endpoint: bool) -> None:
+        low, high = int(low), int(high)
+        rng = (high if endpoint else high - 1) - low
+        self.dtype = dt
+        if dt.kind == "b":
+            self.udt = np.dtype(np.uint8)
+            width = 1
+        else:
+            self.udt = np.dtype(f"u{dt.itemsize}")
+            bits = 8 * dt.itemsize
+            width = 64 if bits == 64 and rng > 0xFFFFFFFF else min(bits, 32)
+        self.width = width
+        self.rng = rng
+        self.off = low % (1 << (8 * self.udt.itemsize))
+        self.excl = rng + 1
+        self.lemire = dt.kind != "b" and 0 < rng < (1 << width) - 1
+        self.threshold = (1 << width) % self.excl if self.lemire else 0
+        self.per_word = 64 // width
+        self._reject = self.threshold / 2.0**width  # probability a chunk is rejected
+        self._chunk = np.dtype(f"u{max(width // 8, 1)}")  # (bits: unpacked to uint8)
+        self._wide = np.dtype(f"u{min(max(width // 4, 1), 8)}")  # chunk * (rng + 1)
+        self._excl = self._wide.type(self.excl % (1 << (8 * self._wide.itemsize)))
+        self._shift = self._wide.type(width % 64)
+        self._off = self.udt.type(self.off)
+        self._words: dict[int, int] = {}  # words(n), remembered
+
+    def words(self, n: int) -> int:
+        """Words to draw first for ``n`` values: exactly enough when a rejection among
+        them is unlikely (below 1 in 1000), else enough for six standard deviations of
+        rejections more than expected."""
+        w = self._words.get(n)
+        if w is None:
+            w = self._words[n] = self._count_words(n)
+        return w
+
+    def _count_words(self, n: int) -> int:
+        if n <= 0 or self.rng == 0:
+            return 0
+        q = self._reject
+        extra = 0
+        if n * q >= 1e-3:
+            extra = math.ceil((n * q + 6 * math.sqrt(n * q)) / (1 - q)) + 2
+        return -(-(n + extra) // self.per_word)
+
+    def fill(self, draw: Draw, needs: Sequence[int], out: np.ndarray) -> None:
+        """The first ``needs[k]`` values of each block ``k`` of a batch, one block after
+        the other, into ``out`` (``sum(needs)`` elements of the dtype)."""
+        u, needs = out.view(self.udt), list(needs)
+        if self.rng == 0:
+            u[...] = self.off
+            return
+        raws = draw(range(len(needs)), [0] * len(needs), [self.words(n) for n in needs])
+        while True:
+            raw = raws[0] if len(raws) == 1 else np.concatenate(raws)
+            chunks = self._chunks(raw)
+            have = [r.size * self.per_word for r in raws]
+            exact = have == needs  # every chunk is a value: computed in place
+            vals = u if exact else np.empty(chunks.size, self.udt)
+            rejected = self._values(chunks, vals)
+            if exact and rejected is None:
+                return
+            starts = np.cumsum(have) - have
+            if rejected is None and all(h >= n for h, n in zip(have, needs)):
+                u[...] = vals[_multi_arange(starts, np.asarray(needs))]
+                return
+            # the first needs[k] accepted chunks of each block
+            accepted = np.ones(chunks.size, bool) if rejected is None else ~rejected
+            count = np.concatenate(([0], np.cumsum(accepted)))  # accepted before each
+            got = count[starts + have] - count[starts]
+            short = np.flatnonzero(got < np.asarray(needs)).tolist()
+            if not short:
+                rank = count[1:] - np.repeat(count[starts], have)  # 1, 2, ... in a block
+                u[...] = vals[accepted & (rank <= np.repeat(np.asarray(needs), have))]
+                return
+            more = draw(short, [raws[k].size for k in short],
+                        [self.words(needs[k] - int(got[k])) for k in short])  # fmt: skip
+            for k, extra in zip(short, more):
+                raws[k] = np.concatenate((raws[k], extra))
+
+    # -- the chunk stream and the values of its chunks -----------------------------------
+
+    def _chunks(self, raw: np.ndarray) -> np.ndarray:
+        if self.width == 64:
+            return raw
+        if self.width == 1:
+            return np.unpackbits(raw.view(np.uint8), bitorder="little")
+        return raw.view(f"u{self.width // 8}")
+
+    def _values(self, x: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+        """Each chunk's value into ``out`` (``self.udt``, as long as ``x``); returns the
+        chunks' rejection mask, or None when no chunk was rejected."""
+        rejected = None
+        if not self.lemire:  # one chunk, one value
+            if self.off:
+                np.add(x, self._off, out=out)
+            else:
+                out[...] = x
+            return None
+        if self.width == 64:
+            rejected = self._lemire64(x, out)
+        else:
+            m = out if out.dtype == self._wide else np.empty(x.size, self._wide)
+            np.multiply(x, self._excl, out=m)
+            if self.threshold:
+                low = m.view(x.dtype)[0::2]  # the low w bits (little-endian halves)
+                if low.min() < self.threshold:
+                    rejected = low < self.threshold
+            np.right_shift(m, self._shift, out=m)
+            if m is not out:
+                out[...] = m
+        if self.off:
+            np.add(out, self._off, out=out)
+        return rejected
+
+    def _lemire64(self, x: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+        """The high 64 bits of ``x * (rng + 1)`` into ``out``, from 32-bit limbs (numpy
+        has no 128-bit product); returns the rejection mask of the low 64 bits."""
+        r = self.excl
+        r0, r1 = np.uint64(r & 0xFFFFFFFF), np.uint64(r >> 32)
+        low = np.multiply(x, np.uint64(r))  # wraps: the low 64 bits
+        rejected = None
+        if self.threshold and low.min() < self.threshold:
+            rejected = low < np.uint64(self.threshold)
+        x0 = np.bitwise_and(x, _M32, out=low)
+        x1 = np.right_shift(x, _S32)
+        t = np.multiply(x0, r0)  # x0 r0
+        np.right_shift(t, _S32, out=t)
+        t += np.multiply(x1, r0, out=out)  # t = x1 r0 + (x0 r0 >> 32)
+        np.multiply(x0, r1, out=x0)
+        x0 += np.bitwise_and(t, _M32, out=out)  # w1 = (t & M) + x0 r1
+        np.right_shift(t, _S32, out=t)
+        np.multiply(x1, r1, out=out)
+        out += t
+        np.right_shift(x0, _S32, out=x0)
+        out += x0  # x1 r1 + (t >> 32) + (w1 >> 32)
+        return rejected
+
+
+def _multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(f, f + n) for f, n in zip(first, lengths)])``, vectorized."""
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
