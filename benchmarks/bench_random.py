@@ -40,7 +40,7 @@ ROWS = {
     "integers(0, 100)": ("integers", (0, 100), {}),
     "random": ("random", (), {}),
     "standard_normal": ("standard_normal", (), {}),
-    "integers(0, 2**40)": ("integers", (0, 2**40), {}),
+    "integers(0, 10**12)": ("integers", (0, 10**12), {}),
     "integers(0, 1000, int16)": ("integers", (0, 1000), {"dtype": np.int16}),
     "integers(0, 100, uint8)": ("integers", (0, 100), {"dtype": np.uint8}),
     "integers(0, 2, bool)": ("integers", (0, 2), {"dtype": bool}),

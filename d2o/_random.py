@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from ._bounded import LITTLE_ENDIAN, Bounded, _multi_arange
+from ._bounded import LITTLE_ENDIAN, Bounded, LcgJump, _multi_arange
 from ._comm import default_comm
 from ._creation import _shape_tuple, distributor_for
 from ._d2o import distributed_data_object as D2O
@@ -82,8 +82,7 @@ __all__ = [
 #: Elements per block: every block of the flattened global array has its own stream.
 BLOCK = 4096
 _LIMIT = 1 << 32  # calls per generator and blocks per call of the variable-width draws
-_BATCH = 16  # blocks whose bounded integers are computed together (`d2o._bounded`)
-_WRAP = 1 << 128  # PCG64's period: the walker's jumps are taken modulo it
+_BATCH = 64  # blocks whose bounded integers are computed together (`d2o._bounded`)
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -128,19 +127,30 @@ _NORMAL = {dt: _Kind(dt, 0, _fill_normal(dt)) for dt in (_F64, _F32)}
 _EXPONENTIAL = _Kind(_F64, 0, _fill_exponential)
 
 
-def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool, bulk: bool = True
-                   ) -> _Kind:  # fmt: skip
+def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool,
+                   bulk: bool | str = True) -> _Kind:  # fmt: skip
     """Bounded integers: numpy's ``Generator.integers`` per block, computed in bulk from
-    the blocks' words (the same values) where the machine allows (``bulk=False``: numpy's
-    own call on every block, the definition the bulk kernel is tested against)."""
+    the blocks' words (the same values) where the machine allows it and that is faster
+    (`d2o._bounded.Bounded.faster`).  ``bulk=False``: numpy's own call on every block,
+    the definition the bulk kernel is tested against; ``bulk="always"``: the bulk
+    kernel even where it is slower (for its tests)."""
 
     def fill(g: np.random.Generator, out: np.ndarray) -> None:
         out[...] = g.integers(low, high, size=out.size, dtype=dt, endpoint=endpoint)
 
     kernel = None
     if bulk and LITTLE_ENDIAN:
-        kernel = Bounded(int(np.asarray(low)), int(np.asarray(high)), dt, endpoint)
+        kernel = _bounded(int(np.asarray(low)), int(np.asarray(high)), dt, bool(endpoint))
+        if bulk != "always" and not kernel.faster:
+            kernel = None
     return _Kind(dt, 0, fill, kernel)
+
+
+@functools.lru_cache(maxsize=64)
+def _bounded(low: int, high: int, dt: np.dtype, endpoint: bool) -> Bounded:
+    """The bulk kernel of `integers` for these arguments (kept: repeated calls with the
+    same bounds are common)."""
+    return Bounded(low, high, dt, endpoint)
 
 
 # -- which flat indices a rank holds -----------------------------------------------------
@@ -267,6 +277,10 @@ class Generator:
         self._origin = self._stream.state  # where it starts: the blocks jump from here
         self._walker = np.random.PCG64(seed_seq)  # a copy that jumps to this rank's runs
         self._walk = np.random.Generator(self._walker)
+        self._lcg_jump: LcgJump | None = None  # see `_jump`
+        self._jump_known = False
+        # (call, block, LCG state, jump) of the last `_start` that knew its state
+        self._last_start: tuple = (-1, -1, 0, None)
 
     def __repr__(self) -> str:
         return f"d2o Generator(PCG64, blocks of {BLOCK}, calls={self.calls})"
@@ -341,9 +355,17 @@ class Generator:
 
     def _start(self, call: int, block: int) -> None:
         """Point the walker at the start of block ``block`` of call ``call``: the
-        stream's origin jumped ``(2**32 * call + block + 1) * 2**64`` words ahead."""
+        stream's origin jumped ``(2**32 * call + block + 1) * 2**64`` words ahead (from
+        the previous block's start when that was the last one, see `_jump`)."""
+        last = self._last_start
+        if last[1] == block - 1 and last[0] == call and last[3] is not None:
+            self._last_start = (call, block, last[3].next_block(last[2]), last[3])
+            return
         self._walker.state = self._origin
         self._walker.advance(((call << 32) + block + 1) << 64)
+        jump = self._jump()
+        if jump is not None:
+            self._last_start = (call, block, jump.state(), jump)
 
     def _draw(
         self, kind: _Kind, call: int, block: int, lo: int, hi: int, out: np.ndarray | None,
@@ -367,10 +389,10 @@ class Generator:
         """Fill ``flat`` (this rank's piece, flattened) with the elements of the runs."""
         if starts.size == 0:
             return
-        blk, lo, hi, at = _segments(starts, stops)
         if kind.bulk is not None:
-            self._fill_bulk(kind.bulk, call, blk, lo, hi, at, flat)
+            self._fill_bulk(kind.bulk, call, starts, stops, flat)
             return
+        blk, lo, hi, at = _segments(starts, stops)
         scratch = np.empty(BLOCK, kind.dtype)
         # consecutive segments of one block are drawn together (they sit side by side
         # in the piece); lo/hi of a group are its min/max, whatever the runs' order
@@ -388,43 +410,63 @@ class Generator:
             take = _multi_arange(glo - first, ghi - glo)
             flat[at_l[i] : at_l[i] + take.size] = vals[take]
 
-    def _fill_bulk(self, kernel: Bounded, call: int, blk: np.ndarray, lo: np.ndarray,
-                   hi: np.ndarray, at: np.ndarray, flat: np.ndarray) -> None:  # fmt: skip
+    def _fill_bulk(self, kernel: Bounded, call: int, starts: np.ndarray, stops: np.ndarray,
+                   flat: np.ndarray) -> None:  # fmt: skip
         """`_fill` for a kind with a bulk kernel: the same values, computed for
         `_BATCH` blocks at a time from their raw words (`d2o._bounded`)."""
-        g0 = np.concatenate(([0], np.flatnonzero(np.diff(blk)) + 1))  # groups of segments
-        g1 = np.append(g0[1:], blk.size)  # in one block, as in `_fill`
-        need = np.maximum.reduceat(hi, g0)  # each group draws its block's prefix
-        blocks = blk[g0].tolist()
-        walker, origin = self._walker, self._origin
-        base = ((call << 32) + 1) << 64  # block b starts (b << 64) words further
-        here = [-1]  # the walker's word past the origin (-1: not placed yet)
-
-        def draw(first: int, ks: Any, skips: Any, counts: Any) -> list:
-            out, h = [], here[0]
-            for k, skip, n in zip(ks, skips, counts):
-                target = base + (blocks[first + k] << 64) + skip
-                if h < 0:
-                    walker.state = origin
-                    walker.advance(target)
-                elif target != h:  # relative jumps: cheaper than from the origin
-                    walker.advance((target - h) % _WRAP)
-                out.append(walker.random_raw(n))
-                h = target + n
-            here[0] = h
-            return out
-
-        for s in range(0, g0.size, _BATCH):
-            e = min(s + _BATCH, g0.size)
-            i, j = int(g0[s]), int(g1[e - 1])  # the batch's segments
+        if starts.size == 1:  # one run (slabs along the first axis, replicated, scalars)
+            a, z = int(starts[0]), int(stops[0])
+            first, last = a // BLOCK, (z - 1) // BLOCK
+            blocks = list(range(first, last + 1))
+            lo, hi = [0] * len(blocks), [BLOCK] * len(blocks)
+            lo[0], hi[-1] = a - first * BLOCK, z - last * BLOCK
+            at = [max(b * BLOCK, a) - a for b in blocks]
+            g0, g1, need = list(range(len(blocks))), list(range(1, len(blocks) + 1)), hi
+        else:
+            blk, lo_a, hi_a, at_a = _segments(starts, stops)
+            g0_a = np.concatenate(([0], np.flatnonzero(np.diff(blk)) + 1))  # groups of
+            g1_a = np.append(g0_a[1:], blk.size)  # segments in one block, as in `_fill`
+            need = np.maximum.reduceat(hi_a, g0_a).tolist()  # a group draws a prefix
+            blocks = blk[g0_a].tolist()
+            lo, hi, at, g0, g1 = (v.tolist() for v in (lo_a, hi_a, at_a, g0_a, g1_a))
+        draw = self._block_words(call, blocks)
+        for s in range(0, len(g0), _BATCH):
+            e = min(s + _BATCH, len(g0))
+            i, j = g0[s], g1[e - 1]  # the batch's segments
             dst = flat[at[i] : at[j - 1] + hi[j - 1] - lo[j - 1]]
-            needs = need[s:e].tolist()
-            dense = j - i == e - s and not lo[i:j].any()  # the prefixes tile dst
+            needs = need[s:e]
+            dense = j - i == e - s and not any(lo[i:j])  # the prefixes tile dst
             vals = dst if dense else np.empty(sum(needs), flat.dtype)
             kernel.fill(functools.partial(draw, s), needs, vals)
-            if not dense:
-                first = np.repeat(np.cumsum(need[s:e]) - need[s:e], g1[s:e] - g0[s:e])
-                dst[...] = vals[_multi_arange(first + lo[i:j], hi[i:j] - lo[i:j])]
+            if not dense:  # the segments' elements of their blocks' prefixes
+                n_a = np.array(needs)
+                seg_lo, seg_hi = np.array(lo[i:j]), np.array(hi[i:j])
+                offset = np.repeat(np.cumsum(n_a) - n_a, np.diff(g0[s:e] + [j]))
+                dst[...] = vals[_multi_arange(offset + seg_lo, seg_hi - seg_lo)]
+
+    def _block_words(self, call: int, blocks: list) -> Callable:
+        """``draw(first, ks, skips, counts)``: for each ``k``, ``counts[k]`` raw words of
+        block ``blocks[first + k]`` of call ``call``, from word ``skips[k]`` of the block
+        on (the `d2o._bounded.Draw` of a batch starting at ``first``)."""
+        walker, start = self._walker, self._start
+
+        def draw(first: int, ks: Any, skips: Any, counts: Any) -> list:
+            out = []
+            for k, skip, n in zip(ks, skips, counts):
+                start(call, blocks[first + k])
+                if skip:
+                    walker.advance(skip)
+                out.append(walker.random_raw(n))
+            return out
+
+        return draw
+
+    def _jump(self) -> LcgJump | None:
+        """The walker's direct step from block to block (`d2o._bounded.LcgJump`), found
+        on first use; None where numpy's layout does not allow it (``advance`` then)."""
+        if not self._jump_known:
+            self._lcg_jump, self._jump_known = LcgJump.create(self._walker), True
+        return self._lcg_jump
 
     def _piece(self, kind: _Kind, size: Any, dist: Any) -> tuple[np.ndarray, Any]:
         """A new call's values: (this rank's piece, its distributor), or for
