@@ -39,18 +39,24 @@ stream: after one, the fixed-width draws go on where they stopped (and so no lon
 match a numpy program making the same calls, whose normal draws consumed its one
 stream).
 
-Bounded integers (`Generator.integers`, ``choice`` without ``p``) are not drawn by
-calling numpy once per block (the definition above, and the path taken on a big-endian
-machine): `d2o._bounded` reproduces numpy's algorithm (Lemire's method on 32-bit halves
-of the words, or on whole words for 64-bit ranges, or on their 16-bit, 8-bit and 1-bit
-pieces for the small dtypes) on the blocks' raw words, ``_BATCH`` blocks at a time with
-whole-array operations: the same values bit for bit (tested against numpy's per-block
-calls for every branch of its algorithm), without the cost of a numpy call per block.
+How the blocks are drawn does not change the values.  The walker moves from one
+block's start to the next by writing PCG64's 128-bit state (`d2o._bounded.LcgJump`: one
+affine map; ``PCG64.advance`` where numpy's C layout is not the expected one).  Bounded
+integers (`Generator.integers`, ``choice`` without ``p``) are mostly not drawn by
+calling numpy once per block: `d2o._bounded` reproduces numpy's algorithm (Lemire's
+method on 32-bit halves of the words, or on 16-bit, 8-bit or 1-bit pieces for the small
+dtypes) on the blocks' raw words, ``_BATCH`` blocks at a time with whole-array
+operations: the same values bit for bit (tested against numpy's per-block calls for
+every branch of its algorithm), at numpy's speed for ranges of 32 bits or less into
+int64.  numpy's per-block call stays where it is faster: Lemire's method on whole words
+(ranges over 32 bits that are not a power of two), more than one chunk in 20 rejected,
+and big-endian machines.
 
-Memory beyond the rank's piece: one block of scratch (bounded integers: the words and
-values of ``_BATCH`` blocks, about 1 MB for int64), plus a few integers per contiguous
-run of flat indices the piece covers (one run for slabs along the first axis and for
-replicated arrays).
+Memory beyond the rank's piece: one block of scratch (bounded integers: the words of
+``_BATCH`` blocks, 1 MB for ranges of 32 bits, their values when the piece does not
+hold whole blocks, and a few masks), plus a few integers per contiguous run of flat
+indices the piece covers (one run for slabs along the first axis and for replicated
+arrays).
 
 A generator is a per-process object: build it on every rank with the same seed, and
 make the same calls on every rank.  ``default_rng()`` without a seed is collective (rank
@@ -83,6 +89,7 @@ __all__ = [
 BLOCK = 4096
 _LIMIT = 1 << 32  # calls per generator and blocks per call of the variable-width draws
 _BATCH = 64  # blocks whose bounded integers are computed together (`d2o._bounded`)
+_MASK128, _M64 = (1 << 128) - 1, (1 << 64) - 1
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -448,15 +455,32 @@ class Generator:
         """``draw(first, ks, skips, counts)``: for each ``k``, ``counts[k]`` raw words of
         block ``blocks[first + k]`` of call ``call``, from word ``skips[k]`` of the block
         on (the `d2o._bounded.Draw` of a batch starting at ``first``)."""
-        walker, start = self._walker, self._start
+        walker, start, jump = self._walker, self._start, self._jump()
+        raw = walker.random_raw
+        words, mul, add = (jump.words, jump.a, jump.c) if jump is not None else (None, 0, 0)
 
         def draw(first: int, ks: Any, skips: Any, counts: Any) -> list:
             out = []
+            last_call, last, s, _ = self._last_start
             for k, skip, n in zip(ks, skips, counts):
-                start(call, blocks[first + k])
-                if skip:
-                    walker.advance(skip)
-                out.append(walker.random_raw(n))
+                b = blocks[first + k]
+                if words is not None and not skip and last == b - 1 and last_call == call:
+                    # `_start` inlined (it shows, once per block); random_raw ignores
+                    # the held half word, which `_start` clears
+                    s = (mul * s + add) & _MASK128
+                    words[0] = s & _M64
+                    words[1] = s >> 64
+                    last = b
+                else:
+                    self._last_start = (last_call, last, s, jump)
+                    start(call, b)
+                    last_call, last, s, _ = self._last_start
+                    if skip:
+                        walker.advance(skip)
+                out.append(raw(n))
+            self._last_start = (last_call, last, s, jump)
+            if jump is not None:
+                jump.held[0] = 0
             return out
 
         return draw

@@ -259,6 +259,18 @@ def test_bulk_integers_are_numpys_per_block_values(comm, dt):
     check.done()
 
 
+@pytest.mark.parametrize("case", [(0, 100, np.int64), (0, 10**6, np.int32), (-5, 1000, np.int16),
+                                  (0, 100, np.uint8), (0, 2**63 + 1, np.uint64)], ids=repr)  # fmt: skip
+def test_bulk_integers_of_many_blocks(comm, case):
+    """Draws larger than one slice of the array operations (`d2o._bounded._PASS`
+    chunks) and than one batch of blocks (``_BATCH``), with and without rejections."""
+    low, high, t = case
+    size = 70 * BLOCK + 5
+    want = _per_block(low, high, t, False, size)
+    piece = _path_piece("always", low, high, t, False, size)
+    collective_assert(np.array_equal(piece, want), f"{case}")
+
+
 def test_bulk_integers_draw_more_where_a_block_runs_short(comm, monkeypatch):
     """A block whose first words hold too few accepted chunks draws more where it
     stopped (forced here by drawing a third of the words needed at first)."""
