@@ -16,7 +16,9 @@ import pytest
 from _helpers import Checks, mesh_of
 
 import d2o
+from d2o.ops import bounded as _bounded
 from d2o.ops import random as _random
+from d2o.ops.creation import distributor_for
 from d2o.ops.random import BLOCK, Generator, default_rng
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
@@ -181,6 +183,168 @@ def test_fixed_width_draws_are_numpys_stream(comm, seed):
             if i == 4:
                 ours.standard_normal((3, 7), dist=dist)  # does not move the stream
         check.done()
+
+
+# -- 1b. bounded integers: the bulk kernel gives numpy's per-block values -----------------
+
+
+def _integer_cases() -> list:
+    """(low, high, dtype, endpoint) through every branch of numpy's bounded integers
+    (`d2o.ops.bounded`): a range of 0 (no words), chunks taken whole (2**w - 1, bool),
+    Lemire's method with and without rejections, rare, moderate (a few per block) and
+    frequent (a range just above half the chunk: about half the chunks rejected), with
+    ranges of a power of two; on 64-, 32-, 16-, 8- and 1-bit chunks; signed offsets
+    that wrap."""
+    cases = []
+    ranges = [  # (low, high) before clipping to the dtype
+        (0, 1), (0, 2), (0, 3), (0, 100), (-5, 50), (0, 128), (0, 129), (0, 255), (0, 256),
+        (0, 1000), (0, 2**15 + 1), (0, 2**16), (0, 2**16 + 1), (0, 10**6), (0, 2**31 + 1),
+        (0, 2**32 - 1), (0, 2**32), (0, 2**32 + 1), (0, 2**40), (-(2**40), 2**40 + 3),
+        (0, 2**63 + 1), (0, 2**64 - 1), (None, None), (-1, None), (None, 1), (3, 3),
+    ]  # fmt: skip
+    for dt in (np.int64, np.uint64, np.int32, np.uint32, np.int16, np.uint16, np.int8, np.uint8):
+        info = np.iinfo(dt)
+        for low, high in ranges:
+            lo = info.min if low is None else max(low, int(info.min))
+            hi = info.max if high is None else min(high, int(info.max))
+            for endpoint in (False, True):
+                if (hi if endpoint else hi - 1) >= lo:
+                    cases.append((lo, hi, dt, endpoint))
+    cases += [(0, 2, bool, False), (0, 1, bool, True), (1, 1, bool, True), (0, 0, bool, True)]
+    return sorted(set(cases), key=repr)
+
+
+INTEGER_CASES = _integer_cases()
+INTEGER_SIZES = (1, 5, BLOCK - 1, BLOCK, 2 * BLOCK + 1, 3 * BLOCK + 7)
+
+
+def _per_block(low, high, dt, endpoint, size, call=3) -> np.ndarray:
+    """numpy's own ``Generator.integers`` on every block (d2o's definition, and its
+    per-block implementation before the bulk kernel)."""
+    return _reference(SEED, call, (size,),
+                      lambda g, n: g.integers(low, high, n, dtype=dt, endpoint=endpoint))  # fmt: skip
+
+
+def _path_piece(path, low, high, dt, endpoint, size, dist=False) -> np.ndarray:
+    """This rank's piece of call number 3 drawn by one path: ``True`` (the bulk kernel
+    where it is faster, the public `integers`), ``"always"`` (the bulk kernel) or
+    ``False`` (numpy's call per block)."""
+    rng = default_rng(SEED)
+    rng.calls = 3
+    kind = _random._integers_kind(low, high, np.dtype(dt), endpoint, bulk=path)
+    return rng._piece(kind, size, dist)[0]
+
+
+@pytest.mark.parametrize("dt", ["int64", "uint64", "int32", "uint32", "int16", "uint16",
+                                "int8", "uint8", "bool"])  # fmt: skip
+def test_bulk_integers_are_numpys_per_block_values(comm, dt):
+    """Bit for bit numpy's per-block values, for every branch of its algorithm and sizes
+    that end blocks part way: the public `integers` (bulk where faster), the bulk kernel
+    everywhere, and the per-block path (``bulk=False``)."""
+    check = Checks()
+    for low, high, t, endpoint in INTEGER_CASES:
+        if np.dtype(t) != np.dtype(dt):
+            continue
+        for size in INTEGER_SIZES:
+            want = _per_block(low, high, t, endpoint, size)
+            what = f"integers({low}, {high}, {size}, {dt}, endpoint={endpoint})"
+            rng = default_rng(SEED)
+            rng.calls = 3
+            got = rng.integers(low, high, size, dtype=t, endpoint=endpoint, dist=False)
+            check.true(got.dtype == want.dtype, f"{what}: dtype {got.dtype}")
+            check.equal(got, want, what=what)
+            for path in ("always", False) if size in (5, 2 * BLOCK + 1) else ("always",):
+                piece = _path_piece(path, low, high, t, endpoint, size)
+                check.true(piece.dtype == want.dtype and np.array_equal(piece, want),
+                           f"{what}: bulk={path!r}")  # fmt: skip
+    check.done()
+
+
+@pytest.mark.parametrize("case", [(0, 100, np.int64), (0, 10**6, np.int32), (-5, 1000, np.int16),
+                                  (0, 100, np.uint8), (0, 2**63 + 1, np.uint64)], ids=repr)  # fmt: skip
+def test_bulk_integers_of_many_blocks(comm, case):
+    """Draws larger than one slice of the array operations (`d2o.ops.bounded._PASS`
+    chunks) and than one batch of blocks (``_BATCH``), with and without rejections."""
+    low, high, t = case
+    size = 70 * BLOCK + 5
+    want = _per_block(low, high, t, False, size)
+    piece = _path_piece("always", low, high, t, False, size)
+    collective_assert(np.array_equal(piece, want), f"{case}")
+
+
+def test_bulk_integers_draw_more_where_a_block_runs_short(comm, monkeypatch):
+    """A block whose first words hold too few accepted chunks draws more where it
+    stopped (forced here by drawing a third of the words needed at first)."""
+
+    def few(self, n):
+        return 0 if n <= 0 or self.rng == 0 else max(1, -(-n // self.per_word) // 3)
+
+    monkeypatch.setattr(_bounded.Bounded, "words", few)
+    check = Checks()
+    for low, high, t, endpoint in INTEGER_CASES[::3]:
+        for size in (7, 2 * BLOCK + 1):
+            piece = _path_piece("always", low, high, t, endpoint, size)
+            check.true(np.array_equal(piece, _per_block(low, high, t, endpoint, size)),
+                       f"integers({low}, {high}, {size}, {t}, endpoint={endpoint})")  # fmt: skip
+    check.done()
+
+
+def test_bulk_integers_without_the_direct_jump(comm, monkeypatch):
+    """Where numpy's C layout does not allow writing the generator's state
+    (`d2o.ops.bounded.LcgJump` gives None), ``advance`` places it: the same values."""
+    monkeypatch.setattr(_bounded.LcgJump, "create", classmethod(lambda cls, bitgen: None))
+    check = Checks()
+    for low, high, t, endpoint in INTEGER_CASES[::5]:
+        for path in ("always", False):
+            size = 2 * BLOCK + 1
+            piece = _path_piece(path, low, high, t, endpoint, size)
+            check.true(np.array_equal(piece, _per_block(low, high, t, endpoint, size)),
+                       f"integers({low}, {high}, {t}, endpoint={endpoint}), bulk={path!r}")  # fmt: skip
+    z = default_rng(SEED).standard_normal((3, 5000), dist=False).get_full_data()
+    check.true(_digest(z) == _digest(_reference(SEED, 0, (3, 5000), lambda g, n: g.standard_normal(n))),
+               "standard_normal")  # fmt: skip
+    check.done()
+
+
+def test_the_direct_jump_is_used():
+    """numpy's PCG64 has the C layout `d2o.ops.bounded.LcgJump` expects (else every block
+    falls back to ``PCG64.advance``: the same values, slower; see the notes there)."""
+    collective_assert(_bounded.LcgJump.create(np.random.PCG64(SEED)) is not None,
+                      f"numpy {np.__version__}: PCG64's state cannot be written directly")  # fmt: skip
+
+
+LAYOUT_INTEGER_CASES = [  # one per kind of chunk stream, rejections rare and frequent
+    (0, 100, np.int64, True),
+    (-(2**40), 2**40, np.int64, False),
+    (0, 2**63 + 1, np.uint64, False),
+    (0, 2**31 + 1, np.uint32, False),
+    (0, 10**6, np.int32, False),
+    (-300, 700, np.int16, True),
+    (0, 100, np.uint8, False),
+    (0, 2, bool, False),
+]
+
+
+@pytest.mark.parametrize("path", [True, "always"])
+@pytest.mark.parametrize("case", LAYOUT_INTEGER_CASES, ids=repr)
+def test_bulk_integers_in_every_layout(comm, case, path):
+    """Pieces that start blocks part way (column slabs, block-cyclic) and ranks holding
+    several runs of one block: the same values as numpy's per-block calls."""
+    low, high, t, endpoint = case
+    shape = (3, 4097)
+    want = _per_block(low, high, t, endpoint, 3 * 4097).reshape(shape)
+    check = Checks()
+    for name, dist in _layouts(comm).items():
+        piece = _path_piece(path, low, high, t, endpoint, shape, dist)
+        d = distributor_for(dist, shape, np.dtype(t))
+        part = want[d.local_slice]
+        check.true(np.array_equal(piece, part), f"{case} {name}")
+        if path is True:  # the public call too
+            rng = default_rng(SEED)
+            rng.calls = 3
+            check.equal(rng.integers(low, high, shape, dtype=t, endpoint=endpoint, dist=dist),
+                        want, what=f"{case} {name}")  # fmt: skip
+    check.done()
 
 
 # -- 2. the same values in every layout --------------------------------------------------

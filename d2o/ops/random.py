@@ -39,9 +39,24 @@ stream: after one, the fixed-width draws go on where they stopped (and so no lon
 match a numpy program making the same calls, whose normal draws consumed its one
 stream).
 
-Memory beyond the rank's piece: one block of scratch, plus a few integers per
-contiguous run of flat indices the piece covers (one run for slabs along the first axis
-and for replicated arrays).
+How the blocks are drawn does not change the values.  The walker moves from one
+block's start to the next by writing PCG64's 128-bit state (`d2o.ops.bounded.LcgJump`: one
+affine map; ``PCG64.advance`` where numpy's C layout is not the expected one).  Bounded
+integers (`Generator.integers`, ``choice`` without ``p``) are mostly not drawn by
+calling numpy once per block: `d2o.ops.bounded` reproduces numpy's algorithm (Lemire's
+method on 32-bit halves of the words, or on 16-bit, 8-bit or 1-bit pieces for the small
+dtypes) on the blocks' raw words, ``_BATCH`` blocks at a time with whole-array
+operations: the same values bit for bit (tested against numpy's per-block calls for
+every branch of its algorithm), at numpy's speed for ranges of 32 bits or less into
+int64.  numpy's per-block call stays where it is faster: Lemire's method on whole words
+(ranges over 32 bits that are not a power of two), more than one chunk in 20 rejected,
+and big-endian machines.
+
+Memory beyond the rank's piece: one block of scratch (bounded integers: the words of
+``_BATCH`` blocks, 1 MB for ranges of 32 bits, their values when the piece does not
+hold whole blocks, and a few masks), plus a few integers per contiguous run of flat
+indices the piece covers (one run for slabs along the first axis and for replicated
+arrays).
 
 A generator is a per-process object: build it on every rank with the same seed, and
 make the same calls on every rank.  ``default_rng()`` without a seed is collective (rank
@@ -50,6 +65,7 @@ make the same calls on every rank.  ``default_rng()`` without a seed is collecti
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -60,17 +76,18 @@ import numpy as np
 
 from ..array.base import Array as D2O
 from ..core.comm import default_comm
-from ..layouts.distributors import _indices, as_runs
+from .bounded import LITTLE_ENDIAN, Bounded, LcgJump, _multi_arange
 from .creation import _shape_tuple, distributor_for
+from .flatruns import BLOCK, _flat_runs, _held, _scalar_param, _segments
 
 __all__ = [
     "BLOCK", "Generator", "default_rng", "seed", "random", "standard_normal", "normal",
     "uniform", "integers", "exponential", "choice",
 ]  # fmt: skip
 
-#: Elements per block: every block of the flattened global array has its own stream.
-BLOCK = 4096
 _LIMIT = 1 << 32  # calls per generator and blocks per call of the variable-width draws
+_BATCH = 64  # blocks whose bounded integers are computed together (`d2o.ops.bounded`)
+_MASK128, _M64 = (1 << 128) - 1, (1 << 64) - 1
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -85,12 +102,14 @@ class _Kind:
     ``fill(gen, out)`` writes ``len(out)`` consecutive values of the stream into ``out``.
     ``per_word`` is the number of values one 64-bit word gives when that is fixed (they
     come from numpy's sequential stream), 0 when it varies (rejection sampling: blocks
-    of the stream far apart).
+    of the stream far apart).  ``bulk``, when given, computes the same values as
+    ``fill`` from the blocks' raw words, a batch of blocks at a time (`d2o.ops.bounded`).
     """
 
     dtype: np.dtype
     per_word: int
     fill: Callable[[np.random.Generator, np.ndarray], Any]
+    bulk: Bounded | None = None
 
 
 def _fill_random(dt: np.dtype) -> Callable:
@@ -113,103 +132,30 @@ _NORMAL = {dt: _Kind(dt, 0, _fill_normal(dt)) for dt in (_F64, _F32)}
 _EXPONENTIAL = _Kind(_F64, 0, _fill_exponential)
 
 
-def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool) -> _Kind:
+def _integers_kind(low: Any, high: Any, dt: np.dtype, endpoint: bool,
+                   bulk: bool | str = True) -> _Kind:  # fmt: skip
+    """Bounded integers: numpy's ``Generator.integers`` per block, computed in bulk from
+    the blocks' words (the same values) where the machine allows it and that is faster
+    (`d2o.ops.bounded.Bounded.faster`).  ``bulk=False``: numpy's own call on every block,
+    the definition the bulk kernel is tested against; ``bulk="always"``: the bulk
+    kernel even where it is slower (for its tests)."""
+
     def fill(g: np.random.Generator, out: np.ndarray) -> None:
         out[...] = g.integers(low, high, size=out.size, dtype=dt, endpoint=endpoint)
 
-    return _Kind(dt, 0, fill)
+    kernel = None
+    if bulk and LITTLE_ENDIAN:
+        kernel = _bounded(int(np.asarray(low)), int(np.asarray(high)), dt, bool(endpoint))
+        if bulk != "always" and not kernel.faster:
+            kernel = None
+    return _Kind(dt, 0, fill, kernel)
 
 
-# -- which flat indices a rank holds -----------------------------------------------------
-
-
-def _flat_runs(box: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The runs of consecutive global flat indices (C order) of this rank's piece.
-
-    Parameters
-    ----------
-    box : tuple
-        The rank's region (`Distributor.region`): per axis a (start, stop) pair or a
-        tuple of such runs.
-    shape : tuple of int
-        The global shape.
-
-    Returns
-    -------
-    starts, stops : numpy.ndarray of int64
-        Run ``k`` covers flat indices ``starts[k]:stops[k]``; the runs, one after the
-        other, are the piece's elements in its own C order.
-    """
-    if not shape:  # a 0-d array: the one element, held (or computed) by every rank
-        return np.zeros(1, np.int64), np.ones(1, np.int64)
-    runs = [_joined(e) for e in box]
-    if any(not r for r in runs):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # the trailing axes held whole make each run longer: find the last axis that is not
-    k = len(shape) - 1
-    while k >= 0 and runs[k] == [(0, shape[k])]:
-        k -= 1
-    if k < 0:
-        return np.zeros(1, np.int64), np.full(1, math.prod(shape), np.int64)
-    inner = math.prod(shape[k + 1 :])
-    rk = np.array(runs[k], dtype=np.int64) * inner  # the runs along axis k
-    run_starts, run_stops = rk[:, 0], rk[:, 1]
-    outer = np.zeros(1, np.int64)  # flat offsets of the positions along the axes before k
-    for a in range(k):
-        along = _indices(box[a]).astype(np.int64) * math.prod(shape[a + 1 :])
-        outer = (outer[:, None] + along[None, :]).reshape(-1)
-    starts = (outer[:, None] + run_starts[None, :]).reshape(-1)
-    stops = (outer[:, None] + run_stops[None, :]).reshape(-1)
-    keep = np.concatenate(([True], starts[1:] != stops[:-1]))  # join touching runs
-    return starts[keep], stops[np.concatenate((keep[1:], [True]))]
-
-
-def _joined(entry: tuple) -> list:
-    """One axis of a region as a list of non-empty (start, stop) runs, touching runs
-    joined."""
-    out: list = []
-    for a, b in as_runs(entry):
-        if out and out[-1][1] == a:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
-def _segments(starts: np.ndarray, stops: np.ndarray) -> tuple:
-    """The runs cut at block boundaries: per segment (int64 arrays) its block, its
-    ``lo:hi`` offsets in that block and its position in the rank's flattened piece."""
-    lengths = stops - starts
-    pos = np.cumsum(lengths) - lengths
-    first, last = starts // BLOCK, (stops - 1) // BLOCK
-    count = last - first + 1
-    run = np.repeat(np.arange(starts.size), count)
-    step = np.arange(run.size) - np.repeat(np.cumsum(count) - count, count)
-    blk = first[run] + step
-    lo = np.maximum(starts[run], blk * BLOCK)
-    hi = np.minimum(stops[run], (blk + 1) * BLOCK)
-    at = pos[run] + (lo - starts[run])
-    base = blk * BLOCK
-    return blk, lo - base, hi - base, at
-
-
-def _multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(f, f + n) for f, n in zip(first, lengths)])``, vectorized."""
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
-
-
-def _held(state: Any, has: int, value: int) -> Any:
-    """A PCG64 state with its held half word (``has_uint32``, ``uinteger``) replaced."""
-    return {**state, "has_uint32": has, "uinteger": value}
-
-
-def _scalar_param(value: Any, name: str) -> Any:
-    if np.ndim(value) != 0:
-        raise NotImplementedError(
-            f"array-valued {name} is not supported by d2o's random generator yet; pass a scalar"
-        )
-    return value
+@functools.lru_cache(maxsize=64)
+def _bounded(low: int, high: int, dt: np.dtype, endpoint: bool) -> Bounded:
+    """The bulk kernel of `integers` for these arguments (kept: repeated calls with the
+    same bounds are common)."""
+    return Bounded(low, high, dt, endpoint)
 
 
 class Generator:
@@ -250,6 +196,10 @@ class Generator:
         self._origin = self._stream.state  # where it starts: the blocks jump from here
         self._walker = np.random.PCG64(seed_seq)  # a copy that jumps to this rank's runs
         self._walk = np.random.Generator(self._walker)
+        self._lcg_jump: LcgJump | None = None  # see `_jump`
+        self._jump_known = False
+        # (call, block, LCG state, jump) of the last `_start` that knew its state
+        self._last_start: tuple = (-1, -1, 0, None)
 
     def __repr__(self) -> str:
         return f"d2o Generator(PCG64, blocks of {BLOCK}, calls={self.calls})"
@@ -324,9 +274,17 @@ class Generator:
 
     def _start(self, call: int, block: int) -> None:
         """Point the walker at the start of block ``block`` of call ``call``: the
-        stream's origin jumped ``(2**32 * call + block + 1) * 2**64`` words ahead."""
+        stream's origin jumped ``(2**32 * call + block + 1) * 2**64`` words ahead (from
+        the previous block's start when that was the last one, see `_jump`)."""
+        last = self._last_start
+        if last[1] == block - 1 and last[0] == call and last[3] is not None:
+            self._last_start = (call, block, last[3].next_block(last[2]), last[3])
+            return
         self._walker.state = self._origin
         self._walker.advance(((call << 32) + block + 1) << 64)
+        jump = self._jump()
+        if jump is not None:
+            self._last_start = (call, block, jump.state(), jump)
 
     def _draw(
         self, kind: _Kind, call: int, block: int, lo: int, hi: int, out: np.ndarray | None,
@@ -350,6 +308,9 @@ class Generator:
         """Fill ``flat`` (this rank's piece, flattened) with the elements of the runs."""
         if starts.size == 0:
             return
+        if kind.bulk is not None:
+            self._fill_bulk(kind.bulk, call, starts, stops, flat)
+            return
         blk, lo, hi, at = _segments(starts, stops)
         scratch = np.empty(BLOCK, kind.dtype)
         # consecutive segments of one block are drawn together (they sit side by side
@@ -367,6 +328,81 @@ class Generator:
             vals = self._draw(kind, call, blk_l[i], first, int(ghi.max()), None, scratch)
             take = _multi_arange(glo - first, ghi - glo)
             flat[at_l[i] : at_l[i] + take.size] = vals[take]
+
+    def _fill_bulk(self, kernel: Bounded, call: int, starts: np.ndarray, stops: np.ndarray,
+                   flat: np.ndarray) -> None:  # fmt: skip
+        """`_fill` for a kind with a bulk kernel: the same values, computed for
+        `_BATCH` blocks at a time from their raw words (`d2o.ops.bounded`)."""
+        if starts.size == 1:  # one run (slabs along the first axis, replicated, scalars)
+            a, z = int(starts[0]), int(stops[0])
+            first, last = a // BLOCK, (z - 1) // BLOCK
+            blocks = list(range(first, last + 1))
+            lo, hi = [0] * len(blocks), [BLOCK] * len(blocks)
+            lo[0], hi[-1] = a - first * BLOCK, z - last * BLOCK
+            at = [max(b * BLOCK, a) - a for b in blocks]
+            g0, g1, need = list(range(len(blocks))), list(range(1, len(blocks) + 1)), hi
+        else:
+            blk, lo_a, hi_a, at_a = _segments(starts, stops)
+            g0_a = np.concatenate(([0], np.flatnonzero(np.diff(blk)) + 1))  # groups of
+            g1_a = np.append(g0_a[1:], blk.size)  # segments in one block, as in `_fill`
+            need = np.maximum.reduceat(hi_a, g0_a).tolist()  # a group draws a prefix
+            blocks = blk[g0_a].tolist()
+            lo, hi, at, g0, g1 = (v.tolist() for v in (lo_a, hi_a, at_a, g0_a, g1_a))
+        draw = self._block_words(call, blocks)
+        for s in range(0, len(g0), _BATCH):
+            e = min(s + _BATCH, len(g0))
+            i, j = g0[s], g1[e - 1]  # the batch's segments
+            dst = flat[at[i] : at[j - 1] + hi[j - 1] - lo[j - 1]]
+            needs = need[s:e]
+            dense = j - i == e - s and not any(lo[i:j])  # the prefixes tile dst
+            vals = dst if dense else np.empty(sum(needs), flat.dtype)
+            kernel.fill(functools.partial(draw, s), needs, vals)
+            if not dense:  # the segments' elements of their blocks' prefixes
+                n_a = np.array(needs)
+                seg_lo, seg_hi = np.array(lo[i:j]), np.array(hi[i:j])
+                offset = np.repeat(np.cumsum(n_a) - n_a, np.diff(g0[s:e] + [j]))
+                dst[...] = vals[_multi_arange(offset + seg_lo, seg_hi - seg_lo)]
+
+    def _block_words(self, call: int, blocks: list) -> Callable:
+        """``draw(first, ks, skips, counts)``: for each ``k``, ``counts[k]`` raw words of
+        block ``blocks[first + k]`` of call ``call``, from word ``skips[k]`` of the block
+        on (the `d2o.ops.bounded.Draw` of a batch starting at ``first``)."""
+        walker, start, jump = self._walker, self._start, self._jump()
+        raw = walker.random_raw
+        words, mul, add = (jump.words, jump.a, jump.c) if jump is not None else (None, 0, 0)
+
+        def draw(first: int, ks: Any, skips: Any, counts: Any) -> list:
+            out = []
+            last_call, last, s, _ = self._last_start
+            for k, skip, n in zip(ks, skips, counts):
+                b = blocks[first + k]
+                if words is not None and not skip and last == b - 1 and last_call == call:
+                    # `_start` inlined (it shows, once per block); random_raw ignores
+                    # the held half word, which `_start` clears
+                    s = (mul * s + add) & _MASK128
+                    words[0] = s & _M64
+                    words[1] = s >> 64
+                    last = b
+                else:
+                    self._last_start = (last_call, last, s, jump)
+                    start(call, b)
+                    last_call, last, s, _ = self._last_start
+                    if skip:
+                        walker.advance(skip)
+                out.append(raw(n))
+            self._last_start = (last_call, last, s, jump)
+            if jump is not None:
+                jump.held[0] = 0
+            return out
+
+        return draw
+
+    def _jump(self) -> LcgJump | None:
+        """The walker's direct step from block to block (`d2o.ops.bounded.LcgJump`), found
+        on first use; None where numpy's layout does not allow it (``advance`` then)."""
+        if not self._jump_known:
+            self._lcg_jump, self._jump_known = LcgJump.create(self._walker), True
+        return self._lcg_jump
 
     def _piece(self, kind: _Kind, size: Any, dist: Any) -> tuple[np.ndarray, Any]:
         """A new call's values: (this rank's piece, its distributor), or for

@@ -753,6 +753,21 @@ def render_modes(doc: dict) -> str:
     return "\n".join(out) + quick_note(doc)
 
 
+def render_random(doc: dict) -> str:
+    r = by_count(doc)["1"]
+    rows = [
+        [f"`{x['call']}`", f"{x['n']:,}", ms(x["numpy_s"]), ms(x["d2o_s"]),
+         f"{x['d2o_s'] / x['numpy_s']:.2f}", x["check"]]
+        for x in r["rows"]
+    ]  # fmt: skip
+    head = ["call", "n", "numpy ms", "d2o ms", "d2o / numpy", "check"]
+    return (
+        f"One process, best of {r['repeat']}, numpy and d2o alternating:\n\n"
+        + table(head, rows, "lrrrrl")
+        + quick_note(doc)
+    )
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "programs": render_programs,
     "core": render_core,
@@ -768,6 +783,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "io": render_io,
     "safety": render_safety,
     "modes": render_modes,
+    "random": render_random,
 }
 
 
