@@ -152,7 +152,11 @@ class Bounded:
             u[...] = self.off
             return
         words = self.words
-        raws = draw(range(len(needs)), [0] * len(needs), [words(n) for n in needs])
+        if needs[0] == needs[-1] and len(set(needs)) == 1:  # whole blocks, the usual case
+            counts = [words(needs[0])] * len(needs)
+        else:
+            counts = [words(n) for n in needs]
+        raws = draw(range(len(needs)), [0] * len(needs), counts)
         while True:
             raw = raws[0] if len(raws) == 1 else np.concatenate(raws)
             chunks = self._chunks(raw)

@@ -339,7 +339,8 @@ class Generator:
             blocks = list(range(first, last + 1))
             lo, hi = [0] * len(blocks), [BLOCK] * len(blocks)
             lo[0], hi[-1] = a - first * BLOCK, z - last * BLOCK
-            at = [max(b * BLOCK, a) - a for b in blocks]
+            at = list(range(first * BLOCK - a, z - a, BLOCK))  # where each block starts
+            at[0] = 0
             g0, g1, need = list(range(len(blocks))), list(range(1, len(blocks) + 1)), hi
         else:
             blk, lo_a, hi_a, at_a = _segments(starts, stops)
