@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import io as _io
 from ..array.base import ArrayBase, as_shape
+from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import Comm, as_comm
 from ..core.errors import agree_gather, agreed, check_gather
@@ -732,9 +733,6 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             box = ((start, stop),) + tuple((0, n) for n in d.global_shape[1:])
             block = exchange(d.comm, self.data, have, lambda r, b=box: b)
             yield from block
-
-
-_from_local = ArrayBase._from_local
 
 
 class _Flags(NamedTuple):

@@ -21,6 +21,7 @@ import numpy as np
 from ..array.align import align as _aligned
 from ..array.base import Array as D2O
 from ..array.base import as_shape as _as_shape
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..io._npy import write_raw
@@ -30,7 +31,6 @@ from ..ops.flat import local_flat
 
 __all__: list[str] = []
 
-_from_local = D2O._from_local
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`) and integer or boolean arrays are valid indices"

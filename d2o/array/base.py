@@ -19,12 +19,13 @@ import numpy as np
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import Distributor
 
-__all__ = ["ArrayBase", "Array", "as_shape", "as_index"]
+__all__ = ["ArrayBase", "Array", "from_local", "as_shape", "as_index"]
 
 _next_index = d2o_librarian.next_index
 _new = object.__new__
 #: The public class (the first subclass of ArrayBase: d2o.distributed_data_object).
 _public: list = [None]
+_PUBLIC: Any = None  # the same, read by `from_local` on every result
 
 
 class ArrayBase:
@@ -38,18 +39,22 @@ class ArrayBase:
     distributor: Distributor
     index: int
     base: Any
+    hermitian: bool
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        global _PUBLIC
         if _public[0] is None:
-            _public[0] = cls
+            _public[0] = _PUBLIC = cls
             d2o_librarian.cls = cls
 
     @classmethod
     def _from_local(cls, data: np.ndarray, distributor: Distributor) -> Any:
         """Wrap a local piece of a known layout: no checks, no communication.  Called on
-        `ArrayBase` it builds the public class; on a subclass, that subclass."""
-        obj = _new(_public[0] if cls is ArrayBase else cls)
+        `ArrayBase` it builds the public class (`from_local`); on a subclass, that class."""
+        if cls is ArrayBase:
+            return from_local(data, distributor)
+        obj = _new(cls)
         obj.data = data
         obj.distributor = distributor
         obj.hermitian = False
@@ -63,6 +68,18 @@ class ArrayBase:
         v = self._from_local(data, distributor)
         v.base = self if self.base is None else self.base
         return v
+
+
+def from_local(data: np.ndarray, distributor: Distributor) -> Any:
+    """An instance of the public class wrapping a local piece of a known layout: no checks,
+    no communication (the fast constructor every operation builds its results with)."""
+    obj = _new(_PUBLIC)
+    obj.data = data
+    obj.distributor = distributor
+    obj.hermitian = False
+    obj.base = None
+    obj.index = _next_index()
+    return obj
 
 
 def as_shape(shape: Any) -> tuple:

@@ -17,6 +17,7 @@ from ..layouts.distributors import HeldScalar
 from ..layouts.mesh import MeshDistributor, slab_equivalent
 from ..move.redistribution import redistribute
 from .base import Array as D2O
+from .base import from_local as _from_local
 from .walk import find_arrays, substitute
 
 __all__ = ["on_slabs", "as_slab", "MUTATING"]
@@ -87,5 +88,5 @@ def as_slab(x: Any) -> Any:
     if isinstance(x, D2O) and type(x.distributor) in (MeshDistributor, HeldScalar):
         d = x.distributor
         target = slab_equivalent(d)
-        return D2O._from_local(redistribute(x.data, d, target), target)
+        return _from_local(redistribute(x.data, d, target), target)
     return x

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.comm import Comm
 from ..core.errors import agree, agree_gather, agreed
 from ..layouts.distributors import STRATEGIES, Distributor, _normalize_axis, get_distributor
@@ -300,5 +300,5 @@ def loaded(local: np.ndarray, dist: Distributor, strategy: Any) -> Any:
     if isinstance(strategy, Layout):
         target = strategy.distributor(dist.global_shape)
         if target is not dist:
-            return D2O._from_local(redistribute(local, dist, target), target)
-    return D2O._from_local(local, dist)
+            return _from_local(redistribute(local, dist, target), target)
+    return _from_local(local, dist)

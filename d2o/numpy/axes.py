@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor, slab_distributor
@@ -56,7 +57,7 @@ def roll(a, shift, axis=None):
         if not rest:
             return rolled
         piece = np.roll(rolled.data, [sh for _, sh in rest], axis=[ax for ax, _ in rest])
-        return D2O._from_local(piece, d)
+        return _from_local(piece, d)
     return axis_local("roll", lambda p: np.roll(p, shift, axis=axis), a, core)
 
 
@@ -72,7 +73,7 @@ def _roll_split(a, s: int):
     wrapped = [(min(b[r], s) + n - s, min(b[r + 1], s) + n - s) for r in ranks]
     straight = [(max(b[r], s) - s, max(b[r + 1], s) - s) for r in ranks]
     pieces = [arr for want in (wrapped, straight) for _, arr in rows_for(a.data, d, want).pieces]
-    return D2O._from_local(np.concatenate(pieces, axis=ax), d)
+    return _from_local(np.concatenate(pieces, axis=ax), d)
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
@@ -159,7 +160,7 @@ def _slab_diagonal(a: D2O, k: int) -> D2O:
     lo = bounds[d.comm.rank]
     piece = np.diagonal(a.data, k + lo if d.axis == 0 else k - lo).copy()
     offs = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
-    return D2O._from_local(piece, slab_distributor((offs[-1],), d.comm, 0, offs, "freeform"))
+    return _from_local(piece, slab_distributor((offs[-1],), d.comm, 0, offs, "freeform"))
 
 
 def take_along_axis(arr, indices, axis=-1):
@@ -184,8 +185,8 @@ def take_along_axis(arr, indices, axis=-1):
     with agreed(d.comm):
         res = np.take_along_axis(data, piece, axis=ax)
     if d.replicated:
-        return D2O._from_local(res, get_distributor("not", res.shape, d.comm))
-    return D2O._from_local(
+        return _from_local(res, get_distributor("not", res.shape, d.comm))
+    return _from_local(
         res,
         d.slabs_like(res.shape[: d.axis] + (arr.shape[d.axis],) + res.shape[d.axis + 1 :], d.axis),
     )

@@ -15,6 +15,7 @@ import numpy as _np
 
 from ..array.align import align
 from ..array.base import Array as _D2O
+from ..array.base import from_local as _from_local
 from ..array.walk import find_arrays as _find_arrays
 from ..core.errors import agreed
 from ..ops.axislocal import fallback as _fallback
@@ -168,7 +169,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         return rr
     off = sum(m.shape[0] for m in rs[: comm.rank])
     piece = q1 @ q2[off : off + r1.shape[0]]
-    q = _D2O._from_local(piece, d.slabs_like((a.shape[0], piece.shape[1]), 0))
+    q = _from_local(piece, d.slabs_like((a.shape[0], piece.shape[1]), 0))
     return QRResult(q, rr)
 
 

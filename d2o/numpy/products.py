@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor
@@ -64,7 +65,7 @@ def vander(x, N=None, increasing=False):
     target = get_distributor("not", shape, d.comm) if d.replicated else d.slabs_like(shape, 0)
     with agreed(d.comm):
         piece = np.asarray(x.data)[:, None] ** powers
-    return D2O._from_local(piece.astype(np.result_type(x.dtype, powers.dtype)), target)
+    return _from_local(piece.astype(np.result_type(x.dtype, powers.dtype)), target)
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..array.align import align, result_layout
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..array.walk import find_arrays, substitute
 from ..core import config as _config
@@ -36,8 +37,6 @@ from ..move.redistribution import redistribute
 from .creation import asarray
 
 __all__ = ["elementwise", "axis_local", "fallback", "find_arrays", "wrap_result"]
-
-_from_local = D2O._from_local
 
 
 def elementwise(func: Callable, arrays: list, *args: Any, **kwargs: Any) -> Any:

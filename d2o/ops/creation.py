@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import as_comm
 from ..layouts.distributors import STRATEGIES, Distributor, _indices, get_distributor
@@ -32,8 +33,6 @@ __all__ = [
     "identity", "tri", "fromfunction", "indices", "meshgrid", "asarray", "array",
     "ascontiguousarray", "asanyarray",
 ]  # fmt: skip
-
-_from_local = D2O._from_local
 
 
 def _shape_tuple(shape: Any) -> tuple:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor
@@ -96,11 +97,11 @@ def einsum(*operands: Any, out: Any = None, **kwargs: Any) -> Any:
     if letter in out_letters:
         o = out_letters.index(letter)
         shape = res.shape[:o] + (n,) + res.shape[o + 1 :]
-        result = D2O._from_local(res, d.slabs_like(shape, o))
+        result = _from_local(res, d.slabs_like(shape, o))
     else:
         total = comm.Allreduce(np.ascontiguousarray(res), "sum") if res.size else res
         total = np.asarray(total).reshape(res.shape)
-        result = D2O._from_local(total, get_distributor("not", total.shape, comm))
+        result = _from_local(total, get_distributor("not", total.shape, comm))
     if out is not None:
         out[...] = result
         return out

@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.comm import base_type
 from ..core.keys import normalize_index_array
 from ..layouts.distributors import Distributor, get_distributor, slab_distributor
 
 __all__: list[str] = []
-
-_from_local = D2O._from_local
 
 
 def row_key(obj: D2O, key: Any) -> np.ndarray | None:

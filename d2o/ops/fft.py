@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.comm import as_comm
 from ..core.errors import agreed
@@ -87,7 +88,6 @@ __all__ = [
     "rfftfreq",
 ]
 
-_from_local = D2O._from_local
 _NORMS = (None, "backward", "ortho", "forward")
 _TWIDDLE_CHUNK = 1 << 14  # elements of twiddle factors computed at a time
 

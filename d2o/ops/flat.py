@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core import hooks
 from ..core.errors import agreed
 from ..layouts.distributors import Distributor
 
 __all__ = ["flatiter", "put"]
 
-_from_local = D2O._from_local
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`) and integer or boolean arrays are valid indices"

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..array.align import align, result_layout
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.errors import (
     RECORD_BYTES,
     RECORD_HEADER,
@@ -44,7 +45,6 @@ from .keyplan import (
 
 __all__: list[str] = []
 
-_from_local = D2O._from_local
 _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 
 

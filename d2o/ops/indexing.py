@@ -56,7 +56,6 @@ from .setting import _check_value, _get_local, _set, _set_local, _write_parts
 
 __all__: list[str] = []
 
-_from_local = D2O._from_local
 _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 
 

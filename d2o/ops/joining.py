@@ -20,6 +20,7 @@ except ImportError:  # numpy < 2
     from numpy.core.multiarray import normalize_axis_index
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import Distributor
@@ -32,8 +33,6 @@ __all__ = [
     "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "atleast_1d",
     "atleast_2d", "atleast_3d", "expand_dims", "squeeze",
 ]  # fmt: skip
-
-_from_local = D2O._from_local
 
 
 def _comm_of(arrays: list) -> Any:

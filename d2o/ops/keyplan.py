@@ -21,7 +21,6 @@ from ..layouts.distributors import Distributor, get_distributor, slab_distributo
 
 __all__: list[str] = []
 
-_from_local = D2O._from_local
 _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 
 

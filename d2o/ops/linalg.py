@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor
@@ -51,7 +52,6 @@ from .summa import matvec, on_mesh, summa, vecmat
 
 __all__ = ["matmul", "dot"]
 
-_from_local = D2O._from_local
 
 #: dtype kinds whose product of length 1 is their ``multiply`` (bool: and; numbers)
 _MULTIPLY_KINDS = "biufc"

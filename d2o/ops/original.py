@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.errors import agreed
 from ..layouts.distributors import _normalize_axis, get_distributor, like
 from ..move.redistribution import redistribute
@@ -24,8 +25,6 @@ from .reductions import store
 from .samplesort import order_statistics
 
 __all__ = ["median"]
-
-_from_local = D2O._from_local
 
 
 def apply_scalar_function(

@@ -75,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.comm import default_comm
 from .bounded import LITTLE_ENDIAN, Bounded, LcgJump, _multi_arange
 from .creation import _shape_tuple, distributor_for
@@ -444,7 +445,7 @@ class Generator:
     def _result(piece: np.ndarray, d: Any, scalar: Callable = float) -> Any:
         if d is None:
             return scalar(piece[0])
-        return D2O._from_local(piece, d)
+        return _from_local(piece, d)
 
     # -- distributions -------------------------------------------------------------
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..array.align import align
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core import config as _config
 from ..core.errors import RECORD_HEADER, agreed, allgather_agreed, new_record
@@ -43,8 +44,6 @@ from ..layouts.mesh import is_mesh, reduced_layout, sources, subcomm
 from ..move.redistribution import redistribute
 
 __all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
-
-_from_local = D2O._from_local
 
 
 def _lowest(dt: np.dtype) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..array.align import align
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.comm import Comm
 from ..core.errors import (
     agree,
@@ -43,7 +44,6 @@ from .keyplan import (
 
 __all__: list[str] = []
 
-_from_local = D2O._from_local
 _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from ..array.align import align
 from ..array.base import Array as D2O
 from ..array.base import as_index as _index
+from ..array.base import from_local as _from_local
 from ..core.comm import as_comm
 from ..core.errors import agree_gather, agreed
 from ..layouts.distributors import (
@@ -38,8 +39,6 @@ from ..move.redistribution import exchange
 from .reductions import ravel
 
 __all__ = ["reshape", "transpose", "swapaxes", "wrap"]
-
-_from_local = D2O._from_local
 
 
 # -- transpose -------------------------------------------------------------------

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..array.align import align
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor, slab_distributor
@@ -24,9 +25,6 @@ from .axislocal import elementwise, fallback, wrap_result
 from .creation import asarray
 from .joining import concatenate
 from .samplesort import check_kind, order_statistics, sort_pieces, sort_values, sortable
-
-_from_local = D2O._from_local
-
 
 # -- shared helpers --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..core.errors import agree_gather, agreed
 from ..layouts.distributors import get_distributor, slab_distributor
 from .linalg import dot
@@ -28,8 +29,6 @@ from .sorting import unique as sorted_unique
 from .ufuncs import align, result_layout
 
 __all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
-
-_from_local = D2O._from_local
 
 
 def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:

@@ -30,12 +30,11 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..layouts.mesh import is_mesh, layout, subcomm
 from ..move.redistribution import redistribute
 
 __all__ = ["on_mesh", "summa", "matvec", "vecmat"]
-
-_from_local = D2O._from_local
 
 
 def on_mesh(*ops: Any) -> Any:

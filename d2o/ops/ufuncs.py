@@ -26,6 +26,7 @@ import numpy as np
 
 from ..array.align import SCALARS, _shape_of, align, align_out, align_parts, result_layout
 from ..array.base import Array as D2O
+from ..array.base import from_local as _from_local
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.errors import agreed, defer
 from ..core.hooks import held_in_use
@@ -36,7 +37,6 @@ from .linalg import matmul
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
 
-_from_local = D2O._from_local
 _SCALARS = SCALARS
 
 
