@@ -15,6 +15,7 @@ from _helpers import sample
 import d2o
 from d2o import default_comm, distributed_data_object
 from d2o.core import hooks
+from d2o.core.registry import flagged
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 P = default_comm().size
@@ -338,17 +339,17 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     # operators are wrapped for good (d2o.runtime.funnel's level 2)
     held = hooks.held_in_use[0]
     with d2o.options(check_args=False):
-        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        copy_wrapped = flagged(inspect.getattr_static(D, "copy"))
         collective_assert(copy_wrapped == held)
-        collective_assert(not hasattr(inspect.getattr_static(D, "__add__"), "__d2o_original__"))
-        collective_assert(hasattr(inspect.getattr_static(D, "__iter__"), "__d2o_original__"))
+        collective_assert(not flagged(inspect.getattr_static(D, "__add__")))
+        collective_assert(flagged(inspect.getattr_static(D, "__iter__")))
         collective_assert(
-            not hasattr(inspect.getattr_static(D, "_target"), "__d2o_original__")
+            not flagged(inspect.getattr_static(D, "_target"))
         )  # private: never wrapped
         with d2o.trace() as t:  # a trace wraps everything while it lasts
-            collective_assert(hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__"))
+            collective_assert(flagged(inspect.getattr_static(D, "copy")))
             y = x.copy(distribution_strategy="equal")
-        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        copy_wrapped = flagged(inspect.getattr_static(D, "copy"))
         collective_assert(copy_wrapped == held)
     assert_equal_to_numpy(y, a)
     moves = [c for c in t.calls if c[1] == "Alltoallw"]

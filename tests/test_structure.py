@@ -4,7 +4,8 @@
   `LAZY` with their reason (``import d2o`` must stay fast: the numpy namespace and the
   controller load on first use).
 - Nothing of d2o is ``setattr``'d onto a module or class at run time, except the places in
-  `PATCHES` that the operation registry (issue 29) has not replaced yet.
+  `PATCHES`: the registry's class decorator (at definition) and controller mode's guarded
+  communicator.
 - No module of d2o/ over 800 lines.
 
 The layers themselves (imports only downwards, no cycle) are import-linter's contracts in
@@ -34,7 +35,8 @@ LAZY = {
 }
 #: module path -> why it still sets attributes onto modules or classes at run time
 PATCHES = {
-    "d2o/runtime/funnel.py": "the wrappers of trace/checked/mesh/controller mode (issue 29 item 2)",
+    "d2o/core/registry.py": "at class definition only: `operations` puts the trampolines of "
+    "the methods into the class body it decorates",
     "d2o/runtime/controller.py": "controller mode's guarded Comm methods and script comm",
 }
 MAX_LINES = 800

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.hooks import mesh_in_use
+from ..core.registry import operation_of
 from ..ops import fft as _fft
 from ..ops.special import HANDLED
 
@@ -30,7 +31,8 @@ def _namespace_impl(func: Callable) -> Callable | None:
     for np_mod, ours in ((np, d2o.numpy), (np.linalg, d2o.numpy.linalg), (np.fft, _fft)):
         if getattr(np_mod, name, None) is func:
             impl = getattr(ours, name, None)
-            return getattr(impl, "__d2o_original__", impl)
+            op = operation_of(impl)  # its plain function: __array_function__ is the operation
+            return impl if op is None else op.fn
     return None
 
 

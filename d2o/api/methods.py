@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.registry import marked, operations
 from ..ops import flat as _flat
 from ..ops import linalg as _linalg
 from ..ops import original as _original
@@ -29,52 +30,66 @@ if TYPE_CHECKING:
 __all__ = ["NumpyMethods"]
 
 
+# Methods that work on the array itself (views of its pieces, writes into it, its shape
+# changed in place) are no operations: the mesh fallback must not run them on a slab
+# copy; the public operations they call are recorded and checked.
+@operations(properties={"local_array": {"traced": False}}, skip={"view", "getfield", "setfield", "setflags", "byteswap", "resize", "put",
+                  "partition"})  # fmt: skip
 class NumpyMethods:
     """numpy's ndarray methods on distributed arrays (a mixin of the public class)."""
 
     __slots__ = ()
 
     # -- reductions (d2o.ops.reductions): partials combined among the ranks that split an axis
+    @marked(mesh=True, kind="reduction")
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``sum`` over the global array."""
         return _reductions.reduce(self, "sum", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``prod`` over the global array."""
         return _reductions.reduce(self, "prod", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nansum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nansum`` over the global array."""
         return _reductions.reduce(self, "nansum", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def max(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``max`` over the global array."""
         return _reductions.reduce(self, "max", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def min(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``min`` over the global array."""
         return _reductions.reduce(self, "min", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nanmax(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmax`` over the global array."""
         return _reductions.reduce(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nanmin(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmin`` over the global array."""
         return _reductions.reduce(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def any(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``any`` over the global array."""
         return _reductions.reduce(self, "any", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def all(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``all`` over the global array."""
@@ -83,25 +98,30 @@ class NumpyMethods:
     amax = max
     amin = min
 
+    @marked(mesh=True, kind="reduction")
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the arithmetic mean (numpy's dtypes)."""
         return _reductions.mean(self, axis, dtype, out, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
             keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the variance."""
         return _reductions.var(self, axis, dtype, out, ddof, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
             keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the standard deviation."""
         return _reductions.std(self, axis, dtype, out, ddof, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmax`` (flat index without ``axis``)."""
         return _reductions.arg(self, "argmax", axis, out, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmin`` (flat index without ``axis``)."""
         return _reductions.arg(self, "argmin", axis, out, keepdims)
@@ -166,6 +186,7 @@ class NumpyMethods:
         """numpy's ``repeat`` along an axis (axis-local)."""
         return _table("repeat")(self, repeats, axis=axis)
 
+    @marked(communicates=False)
     def fill(self, value: Any) -> None:
         """numpy's ``fill``: every rank fills its piece; local."""
         self.data[...] = value
@@ -295,21 +316,26 @@ class NumpyMethods:
         return self.data.ctypes
 
     # -- matrix products (d2o.ops.linalg) ----------------------------------------------------
+    @marked(mesh=True, kind="linalg")
     def __matmul__(self, other: Any) -> Any:
         return _linalg.matmul(self, other)
 
+    @marked(mesh=True, kind="linalg")
     def __rmatmul__(self, other: Any) -> Any:
         return _linalg.matmul(other, self)
 
+    @marked(mesh=True, kind="linalg")
     def dot(self, other: Any) -> Any:
         """Collective: numpy's ``dot`` for 1-d and 2-d operands."""
         return _linalg.dot(self, other)
 
     # -- shapes (d2o.ops.shape, d2o.ops.reductions.ravel) -----------------------------------
+    @marked(mesh=True, kind="view")
     def transpose(self, *axes: Any) -> distributed_data_object:
         """The array with permuted axes (local: the layout is permuted with it)."""
         return _shape_ops.transpose(self, *axes)
 
+    @marked(mesh=True, kind="view")
     def swapaxes(self, axis1: int, axis2: int) -> distributed_data_object:
         """The array with two axes interchanged; local."""
         return _shape_ops.swapaxes(self, axis1, axis2)
@@ -341,6 +367,7 @@ class NumpyMethods:
         """This rank's piece itself (caput's ``local_array``; no copy)."""
         return self.data
 
+    @marked(mesh=True, kind="local", communicates=False)
     def enumerate(self, axis: int) -> Iterator[tuple[int, int]]:
         """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
         return _shape_ops.enumerate_local(self, axis)

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import hooks
+from .registry import operation
 
 __all__ = ["set_options", "options", "get_option"]
 
@@ -117,6 +118,7 @@ def _timeout_from_env(text: str) -> float | None:
     return value
 
 
+@operation(traced=False)
 def set_options(**kwargs: Any) -> None:
     """Set d2o's options for this process.
 

@@ -122,8 +122,9 @@ def _operation(frame: FrameType) -> str:
         return f"numpy.{getattr(local['func'], '__name__', '?')}"
     if code.co_name == "__array_ufunc__" and "ufunc" in local:
         return f"numpy.{getattr(local['ufunc'], '__name__', '?')}"
-    if code.co_name in ("funnel", "body") and isinstance(local.get("name"), str):
-        return local["name"]  # the wrapper of checked mode, a trace or controller mode
+    op = local.get("op") if code.co_name in ("run", "body") else None
+    if isinstance(getattr(op, "name", None), str):
+        return op.name  # the runtime's handling of a flagged call (checked mode, a trace)
     if frame.f_globals.get("__name__", "").startswith("d2o.api."):
         return name.rsplit(".", 1)[-1]  # a method of the public class or one of its mixins
     return name

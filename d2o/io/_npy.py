@@ -21,6 +21,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..core.comm import MPI, Comm, as_comm, os_error
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import Distributor
 from ..layouts.mesh import Layout
 from . import _common
@@ -95,6 +96,7 @@ def _rounds(counts: list[int], per_block: int) -> int:
 
 
 # -- save ---------------------------------------------------------------------
+@operation(kind="io")
 def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
     """Collective: write ``obj`` to the ``.npy`` file ``path`` (C order), no gathering.
 
@@ -245,6 +247,7 @@ def _save_mpi(tmp: str, header: bytes, data: np.ndarray, dist: Distributor, c: C
 
 
 # -- load ---------------------------------------------------------------------
+@operation(kind="io")
 def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: Any = None) -> D2O:
     """Collective: read a ``.npy`` file, every rank reading only its own part.
 

@@ -37,6 +37,7 @@ __all__ = [
     "STRATEGIES",
     "get_distributor",
     "slab_distributor",
+    "freeform_distributor",
     "equal_lengths",
     "like",
     "fftw_lengths",
@@ -387,3 +388,24 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
     if not dist.replicated and global_shape[ax] == dist.global_shape[dist.axis]:
         return dist.slabs_like(global_shape, ax, s)
     return get_distributor("equal", global_shape, dist.comm, ax)
+
+
+def freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Distributor:
+    """The 'freeform' slab layout of local pieces ``piece`` (``meta``: its (shape, dtype);
+    ``metas``: every rank's, or None to allgather them here: one small allgather)."""
+    ax = _normalize_axis(axis, piece.ndim)
+    if metas is None:
+        metas = c.allgather(meta) if c.size > 1 else [meta]
+    shapes = [m[0] for m in metas]
+    dtypes = {m[1] for m in metas}
+    others = {s[:ax] + s[ax + 1 :] for s in shapes}
+    if len(others) != 1 or len({len(s) for s in shapes}) != 1 or len(dtypes) != 1:
+        raise ValueError(
+            f"'freeform' local pieces must agree in dtype and in every dimension but axis {ax}; "
+            f"got shapes {shapes} and dtypes {sorted(dtypes)}"
+        )
+    lengths = [s[ax] for s in shapes]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
+    gshape = list(piece.shape)
+    gshape[ax] = offsets[-1]
+    return slab_distributor(tuple(gshape), c, ax, offsets, "freeform")

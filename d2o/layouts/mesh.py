@@ -38,6 +38,7 @@ from ..core import hooks
 from ..core.cache import BoundedCache
 from ..core.comm import _SERIAL, Comm, as_comm
 from ..core.keys import jrange
+from ..core.registry import operation
 from .distributors import (
     Box,
     Distributor,
@@ -144,6 +145,7 @@ class Layout:
 _LAYOUTS: dict = {}
 
 
+@operation(traced=False)
 def layout(
     mesh: Sequence[int] | None = None,
     split: Sequence[int | None] = (0,),

@@ -18,6 +18,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import _normalize_axis, get_distributor, like
 from ..move.redistribution import redistribute
 from . import reductions as _reductions  # noqa: F401  (installs ravel; flatten below replaces its alias)
@@ -116,6 +117,7 @@ def _median_all(obj: D2O) -> Any:
     return rdt.type(vals[0] if len(vals) == 1 else np.mean(vals))
 
 
+@operation(kind="reduction")
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:  # fmt: skip
     """Collective: numpy's ``median``, never gathering the array.

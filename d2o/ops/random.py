@@ -77,6 +77,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.comm import default_comm
+from ..core.registry import operation, operations
 from .bounded import LITTLE_ENDIAN, Bounded, LcgJump, _multi_arange
 from .creation import _shape_tuple, distributor_for
 from .flatruns import BLOCK, _flat_runs, _held, _scalar_param, _segments
@@ -159,6 +160,7 @@ def _bounded(low: int, high: int, dt: np.dtype, endpoint: bool) -> Bounded:
     return Bounded(low, high, dt, endpoint)
 
 
+@operations(kind="random", traced=False, skip={"__repr__", "__reduce__"})
 class Generator:
     """Random numbers drawn as distributed arrays, identical on any number of processes.
 
@@ -677,6 +679,7 @@ class Generator:
         return self._result(piece, d, scalar=int if pool is None else (lambda v: v))
 
 
+@operation(kind="random", traced=False)
 def default_rng(seed: Any = None) -> Generator:
     """A `Generator` whose draws are the same global arrays on any number of processes.
 
@@ -725,6 +728,7 @@ def _default() -> Generator:
     return _DEFAULT[0]
 
 
+@operation(kind="random", traced=False)
 def seed(s: Any = None) -> None:
     """Reseed the module's default generator (``default_rng(s)``; collective for None).
 
@@ -735,37 +739,44 @@ def seed(s: Any = None) -> None:
     _DEFAULT[0] = default_rng(s)
 
 
+@operation(kind="random", traced=False)
 def random(size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.random` of the module's default generator (see `seed`)."""
     return _default().random(size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def standard_normal(size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.standard_normal` of the module's default generator."""
     return _default().standard_normal(size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def normal(loc: float = 0.0, scale: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.normal` of the module's default generator."""
     return _default().normal(loc, scale, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def uniform(low: float = 0.0, high: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.uniform` of the module's default generator."""
     return _default().uniform(low, high, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def integers(low: Any, high: Any = None, size: Any = None, dtype: Any = np.int64,
              endpoint: bool = False, *, dist: Any = None) -> Any:  # fmt: skip
     """`Generator.integers` of the module's default generator."""
     return _default().integers(low, high, size, dtype, endpoint, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def exponential(scale: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.exponential` of the module's default generator."""
     return _default().exponential(scale, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def choice(a: Any, size: Any = None, replace: bool = True, p: Any = None, *,
            dist: Any = None) -> Any:  # fmt: skip
     """`Generator.choice` of the module's default generator."""

@@ -25,6 +25,7 @@ from ..array.base import as_index as _index
 from ..array.base import from_local as _from_local
 from ..core.comm import as_comm
 from ..core.errors import agree_gather, agreed
+from ..core.registry import operation
 from ..layouts.distributors import (
     Distributor,
     _normalize_axis,
@@ -66,6 +67,7 @@ def _permuted(d: Distributor, axes: tuple) -> Distributor:
     return d.slabs_like(shape, axes.index(d.axis))
 
 
+@operation(mesh=True)
 def transpose(obj: D2O, *axes: Any) -> D2O:
     """The array with permuted axes, as numpy's ``transpose``.
 
@@ -77,6 +79,7 @@ def transpose(obj: D2O, *axes: Any) -> D2O:
     return obj._view(obj.data.transpose(axes), _permuted(d, axes))
 
 
+@operation(mesh=True)
 def swapaxes(obj: D2O, axis1: int, axis2: int) -> D2O:
     """The array with two axes interchanged (a view); local."""
     n = obj.ndim
@@ -153,6 +156,7 @@ def _view_or_copy(obj: D2O, data: np.ndarray, lay: Distributor) -> D2O:
     return _from_local(data, lay)
 
 
+@operation()
 def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
     """The array with a new shape, as numpy's ``reshape`` (``order`` 'C', 'F' or 'A').
 
@@ -208,6 +212,7 @@ def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
 # -- wrap ------------------------------------------------------------------------
 
 
+@operation()
 def wrap(local_array: Any, axis: int = 0, comm: Any = None) -> D2O:
     """Collective: one distributed array from every rank's piece, stacked along ``axis``.
 

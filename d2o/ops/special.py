@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.registry import operation
+
 try:
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # numpy < 2
@@ -31,6 +33,7 @@ from .ufuncs import align, result_layout
 __all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
 
 
+@operation()
 def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     """Collective: numpy's ``bincount`` of a 1-d non-negative integer array.
 
@@ -63,12 +66,14 @@ def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     return _from_local(total, get_distributor("not", total.shape, d.comm))
 
 
+@operation()
 def unique(x: D2O, *args: Any, **kwargs: Any) -> Any:
     """Collective: numpy's ``unique`` through the distributed sort (`d2o.ops.sorting.unique`):
     the sorted unique values, distributed as the runs start; no gather."""
     return sorted_unique(x, *args, **kwargs)
 
 
+@operation()
 def nonzero(x: D2O) -> tuple:
     """Collective: a tuple of 1-d index arrays (numpy's C order), distributed by rank.
 
@@ -94,6 +99,7 @@ def nonzero(x: D2O) -> tuple:
     return tuple(_from_local(i, lay) for i in out)
 
 
+@operation()
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """numpy's ``where``: ``nonzero(condition)`` with one argument, else element-wise choice.
 
@@ -117,6 +123,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _from_local(np.where(*local), target)
 
 
+@operation()
 def vdot(a: Any, b: Any) -> Any:
     """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every rank."""
     da = a if isinstance(a, D2O) else None

@@ -22,10 +22,8 @@ from ..core.comm import as_comm, default_comm, pending_check
 from ..core.errors import DIGEST, new_record
 from ..core.librarian import d2o_librarian
 
-__all__ = ["Check", "start_check", "LOCAL_OPS"]
+__all__ = ["Check", "start_check"]
 
-#: Operations that never communicate: their arguments may differ between ranks.
-LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate", "fill"}
 #: Per-rank arguments of collective operations (not compared across ranks).
 _LOCAL_ARGS: dict = {
     "distributed_data_object": lambda kw: {"local_data", "local_shape"},
