@@ -124,6 +124,8 @@ _MESH_NATIVE = {
     "numpy.transpose", "numpy.permute_dims", "numpy.matrix_transpose", "numpy.swapaxes",
     "numpy.moveaxis", "numpy.rollaxis", "numpy.flip", "numpy.fliplr", "numpy.flipud",
     "numpy.rot90", "numpy.real", "numpy.imag",
+    # element-wise with their operands aligned to the result's layout (local when one layout)
+    "where", "numpy.where", "clip", "numpy.clip", "numpy.astype",
 }  # fmt: skip
 #: Special methods that run on slab equivalents (the other ones are operators).
 _DUNDERS_ON_SLABS = {"__iter__", "__bool__", "__float__", "__int__", "__complex__"}  # fmt: skip
