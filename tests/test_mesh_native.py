@@ -59,6 +59,13 @@ def layouts(ndim: int) -> list:
     return out
 
 
+def assert_pieces(x, expected) -> None:
+    """Every rank's piece (replicas included) equals its part of ``expected``."""
+    part = expected[x.distributor.local_slice]
+    mine = x.get_local_data(copy=False)
+    collective_assert(np.array_equal(mine, part), f"piece {mine!r} != {part!r}")
+
+
 def points(shape: tuple) -> list:
     """Element keys: corners, a middle point, negative indices."""
     last = tuple(n - 1 for n in shape)
@@ -92,6 +99,7 @@ def test_element_get_and_set(shape, dtype):
         x[points(shape)[2]] = 1  # a Python scalar, cast as numpy does
         b[points(shape)[2]] = 1
         assert_equal_to_numpy(x, b)
+        assert_pieces(x, b)
 
 
 @pytest.mark.parametrize("shape", SHAPES + [(0, 3)])
@@ -147,6 +155,7 @@ def test_fancy_get_and_set(shape, dtype):
         x[key] = sample((), dtype, seed=5)[()]  # a scalar into the selection
         b[key] = sample((), dtype, seed=5)[()]
         assert_equal_to_numpy(x, b)
+        assert_pieces(x, b)
 
 
 @pytest.mark.parametrize("shape", [(7,), (5, 6), (3, 4, 5)])
@@ -167,6 +176,7 @@ def test_fancy_set_with_distributed_values(shape):
             x[key] = distributed_data_object(v[(0,) * (len(sel) - 1)])  # broadcast
             b[key] = v[(0,) * (len(sel) - 1)]
         assert_equal_to_numpy(x, b)
+        assert_pieces(x, b)
 
 
 def test_fancy_set_repeated_indices_last_wins():
