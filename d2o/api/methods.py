@@ -148,6 +148,7 @@ class NumpyMethods:
 
     # -- numpy's other ndarray methods: d2o.numpy's functions (its dispatch table) --------
 
+    @marked(mesh=True)
     def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:  # noqa: A002
         """numpy's ``clip`` (element-wise, local)."""
         return _table("clip")(self, min, max, out=out)

@@ -35,6 +35,11 @@ def _tri_mask(m: D2O, k: int, lower: bool) -> D2O:
     )
 
 
+#: Functions whose errors depend on dtypes and data alone: with scalars and operands of
+#: one layout they communicate nothing (`d2o.ops.axislocal.local_elementwise`).
+_LOCAL = {"clip", "astype"}
+
+
 def fill(table: dict) -> None:
     """Enter the ufuncs, the creation functions, the element-wise functions `_ew` makes
     and the triangles (``tril``, ``triu``)."""
@@ -74,7 +79,7 @@ def fill(table: dict) -> None:
         "isnat": ("x",),
     }.items():
         if hasattr(np, n) and arrays and n not in table:  # not the ufuncs entered above
-            table[n] = ("local", _ew(getattr(np, n), arrays), "")
+            table[n] = ("local", _ew(getattr(np, n), arrays, local=n in _LOCAL), "")
     table["datetime_as_string"] = ("local", _ew(np.datetime_as_string, ("arr",)), "")
     table["tril"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=True), "")
     table["triu"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=False), "")

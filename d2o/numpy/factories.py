@@ -22,7 +22,7 @@ except ImportError:  # numpy < 2
 
 from ..array.base import Array as D2O
 from ..core.errors import agreed
-from ..ops.axislocal import axis_local, elementwise, fallback
+from ..ops.axislocal import axis_local, elementwise, fallback, local_elementwise
 from ..ops.special import HANDLED
 
 __all__ = [
@@ -51,8 +51,11 @@ def _agreed_axes(x: D2O, axis: Any, allow_duplicate: bool = False) -> tuple:
         return normalize_axis_tuple(axis, x.ndim, allow_duplicate=allow_duplicate)
 
 
-def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
-    """An element-wise numpy function of the parameters ``arrays`` (broadcast together)."""
+def _ew(np_func: Callable, arrays: tuple = ("a",), local: bool = False) -> Callable:
+    """An element-wise numpy function of the parameters ``arrays`` (broadcast together);
+    ``local``: with scalars and operands of one layout it communicates nothing
+    (`d2o.ops.axislocal.local_elementwise`), for functions whose errors depend on dtypes
+    and data alone."""
     sig = _sig(np_func)
 
     def impl(*args: Any, **kwargs: Any) -> Any:
@@ -65,7 +68,9 @@ def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
             b.arguments.update(zip(names, pieces))
             return np_func(*b.args, **b.kwargs)
 
-        res = elementwise(f, ops)
+        res = local_elementwise(f, ops) if local else None
+        if res is None:
+            res = elementwise(f, ops)
         if out is not None:
             out[...] = res
             return out

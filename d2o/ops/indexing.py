@@ -52,6 +52,7 @@ from ..core.keys import (
 from ..layouts.mesh import explicit, is_mesh, locate, slice_runs
 from .getting import _from_owner, _get, _held_view, _packable
 from .keyplan import _canonical
+from .meshindex import mesh_get, mesh_set
 from .setting import _check_value, _get_local, _set, _set_local, _write_parts
 
 __all__: list[str] = []
@@ -175,7 +176,10 @@ def getitem(self: D2O, key: Any) -> Any:
         v = _mesh_view(self, key)
         if v is not None:
             return v
-        # no view algorithm for this key on this layout: a copy via the slab equivalent
+        res = mesh_get(self, key)  # element and fancy keys: only what is asked for moves
+        if res is not NotImplemented:
+            return res
+        # no mesh algorithm for this key on this layout: a copy via the slab equivalent
         return _on_slabs(_get, "__getitem__", (self, key), {})
     if type(key) is int:
         d = self.distributor
@@ -224,8 +228,8 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
 
 def setitem(self: D2O, key: Any, value: Any) -> None:
     if is_mesh(self.distributor):
-        if not _mesh_set(self, key, value):  # no view for this key: via the slab equivalent
-            _on_slabs(_set, "__setitem__", (self, key, value), {})
+        if not _mesh_set(self, key, value) and not mesh_set(self, key, value):
+            _on_slabs(_set, "__setitem__", (self, key, value), {})  # via the slab equivalent
         return
     if type(key) is int and isinstance(value, _NUMERIC):
         d = self.distributor

@@ -10,6 +10,7 @@ import numpy as np
 from ..array.align import align
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
+from ..array.slabs import as_slab
 from ..core.comm import Comm
 from ..core.errors import (
     agree,
@@ -26,6 +27,7 @@ from ..core.keys import (
 )
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import get_distributor
+from ..layouts.mesh import is_mesh
 from ..move.halo import Parts, rows_for, slab_rows
 from ..move.p2p import count_matrix, fetch, scatter
 from ..move.redistribution import describe, exchange, redistribute
@@ -60,13 +62,19 @@ def _as_value(obj: D2O, value: Any):
     return np.asarray(value, dtype=obj.dtype), None
 
 
-def _check_mask_value(key: Any, value: Any) -> None:
-    """numpy's rule for a key that is one boolean array: the value is 0-d or 1-d."""
+def _check_mask_value(key: Any, value: Any, ndim: int) -> None:
+    """numpy's rule for a key that is one boolean array of the array's ``ndim``: the
+    value is 0-d or 1-d (a mask of fewer axes takes values of the selection's shape)."""
     if type(key) is tuple:
         if len(key) != 1:
             return
         key = key[0]
-    if isinstance(key, (np.ndarray, D2O)) and key.dtype == bool and np.ndim(value) > 1:
+    if (
+        isinstance(key, (np.ndarray, D2O))
+        and key.dtype == bool
+        and key.ndim == ndim
+        and np.ndim(value) > 1
+    ):
         raise TypeError(
             "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
             f"input has {np.ndim(value)} dimensions"
@@ -144,6 +152,8 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         return None
     if set_rows(obj, key, value, _check_value) is not NotImplemented:
         return None
+    if isinstance(value, D2O) and is_mesh(value.distributor):
+        value = as_slab(value)  # the value's slab equivalent (one exchange of the value)
     moves = not _plain(key) or (
         isinstance(value, D2O) and not value.distributor.replicated and comm.size > 1
     )
@@ -152,7 +162,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         try:
             k = _canonical(obj, key)
             val, dval = _as_value(obj, value)
-            _check_mask_value(key, val if dval is None else dval)
+            _check_mask_value(key, val if dval is None else dval, obj.ndim)
             if not k.distributed:
                 _check_value(val.shape if dval is None else dval.shape, k.out_shape)
         except Exception as exc:
@@ -161,7 +171,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
     else:
         k = _canonical(obj, key)
         val, dval = _as_value(obj, value)
-        _check_mask_value(key, val)
+        _check_mask_value(key, val, obj.ndim)
     if k.distributed:
         return _set_distributed(obj, k, val, dval)
     R = k.out_shape

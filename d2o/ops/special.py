@@ -25,6 +25,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.errors import agree_gather, agreed
 from ..layouts.distributors import get_distributor, slab_distributor
+from .axislocal import local_elementwise
 from .linalg import dot
 from .reductions import combine_partials, ravel
 from .sorting import unique as sorted_unique
@@ -99,12 +100,13 @@ def nonzero(x: D2O) -> tuple:
     return tuple(_from_local(i, lay) for i in out)
 
 
-@operation()
+@operation(mesh=True)
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """numpy's ``where``: ``nonzero(condition)`` with one argument, else element-wise choice.
 
     The three-argument form aligns its operands like any element-wise
-    operation (see d2o.ops.ufuncs) and returns a distributed object.
+    operation (see d2o.ops.ufuncs) and returns a distributed object; with scalars and
+    operands of one layout it communicates nothing, on every layout.
     """
     ops = [condition, x, y]
     if not any(isinstance(o, D2O) for o in ops):  # numpy data only: numpy's own answer
@@ -113,6 +115,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
+    res = local_elementwise(np.where, ops)
+    if res is not None:
+        return res
     first = next(o for o in ops if isinstance(o, D2O))
     with agreed(first.distributor.comm):
         shape = np.broadcast_shapes(
