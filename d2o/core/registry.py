@@ -84,18 +84,20 @@ class Operation:
         return f"<d2o operation {self.name} ({self.kind})>"
 
 
-def _source(params: list) -> tuple[str, list[str], str, dict]:
+def _source(params: list) -> tuple[str, list[str], list[str], dict]:
     """The trampoline's parameter list, its slow path's lines and its call of the plain
     function.  The slow path passes the call as a caller would have written it: the
     parameters without a default (and those before ``*args``) by position, the others by
     keyword where they differ from their default (so that the runtime sees ``comm=``,
-    ``local_keys=`` and the like as keywords, as the caller gave them)."""
+    ``local_keys=`` and the like as keywords, as the caller gave them).  A ``**kwargs``
+    left empty is not passed on (a call with ``**`` costs a dict)."""
     P = inspect.Parameter
     head: list[str] = []
     calls: list[str] = []
     pos: list[str] = []
     lines: list[str] = []
     defaults: dict = {}
+    var_kw = ""
     star = any(p.kind is P.VAR_POSITIONAL for p in params)
     before_star = True
     for i, p in enumerate(params):
@@ -107,7 +109,7 @@ def _source(params: list) -> tuple[str, list[str], str, dict]:
             before_star = False
         elif p.kind is P.VAR_KEYWORD:
             head.append("**" + n)
-            calls.append("**" + n)
+            var_kw = n
             lines.insert(0, f"        _t_k = dict({n})")
         else:
             if p.kind is P.KEYWORD_ONLY and not any(h.startswith("*") for h in head):
@@ -128,7 +130,12 @@ def _source(params: list) -> tuple[str, list[str], str, dict]:
     if last >= 0:
         head.insert(last + 1, "/")
     lines.append(f"        return _t_run[0](_t_op, ({''.join(a + ', ' for a in pos)}), _t_k)")
-    return ", ".join(head), lines, ", ".join(calls), defaults
+    call = ", ".join(calls)
+    if not var_kw:
+        return ", ".join(head), lines, [f"    return _t_fn({call})"], defaults
+    full = ", ".join([*calls, "**" + var_kw])
+    fast = [f"    if {var_kw}:", f"        return _t_fn({full})", f"    return _t_fn({call})"]
+    return ", ".join(head), lines, fast, defaults
 
 
 def _trampoline(op: Operation) -> Callable:
@@ -147,17 +154,13 @@ def _trampoline(op: Operation) -> Callable:
     ns: dict = {"__name__": getattr(fn, "__module__", None) or __name__, "_t_on": op.on,
                 "_t_run": RUN, "_t_op": op, "_t_fn": fn}  # fmt: skip
     if code is None or any(p.name.startswith("_t_") for p in params):
-        head, lines, call = (
-            "*args, **kwargs",
-            ["        return _t_run[0](_t_op, args, kwargs)"],
-            "*args, **kwargs",
-        )
+        head = "*args, **kwargs"
+        lines = ["        return _t_run[0](_t_op, args, kwargs)"]
+        fast = ["    return _t_fn(*args, **kwargs)"]
     else:
-        head, lines, call, defaults = _source(params)
+        head, lines, fast, defaults = _source(params)
         ns.update(defaults)
-    src = "\n".join(
-        [f"def _t_trampoline({head}):", "    if _t_on[0]:", *lines, f"    return _t_fn({call})", ""]
-    )
+    src = "\n".join([f"def _t_trampoline({head}):", "    if _t_on[0]:", *lines, *fast, ""])
     exec(compile(src, f"<d2o operation {op.name}>", "exec"), ns)  # noqa: S102 - our own source
     t = ns["_t_trampoline"]
     if code is not None:

@@ -17,7 +17,7 @@ from typing import Any as _Any
 
 import numpy as _np
 
-from ..array.walk import find_arrays as _find_arrays
+from ..array.walk import any_array as _any_array
 from ..core import registry as _registry
 from .table import TABLE as _TABLE
 from .table import implementation as _implementation
@@ -58,7 +58,7 @@ def _dispatcher(name: str):
         return t
 
     def plain(*args, **kwargs):
-        if not _find_arrays((args, kwargs)):
+        if not _any_array(args, kwargs):
             return np_func(*args, **kwargs)
         return impl(*args, **kwargs)
 
@@ -68,7 +68,7 @@ def _dispatcher(name: str):
     def f(*args, **kwargs):
         if on[0]:
             return run[0](op, args, kwargs)
-        if not _find_arrays((args, kwargs)):
+        if not _any_array(args, kwargs):
             return np_func(*args, **kwargs)
         return impl(*args, **kwargs)
 
@@ -84,7 +84,7 @@ def _dispatcher(name: str):
 
 
 def _numpy_only(args: tuple, kwargs: dict) -> bool:
-    return not _find_arrays((args, kwargs))
+    return not _any_array(args, kwargs)
 
 
 def _install() -> list:
