@@ -181,3 +181,13 @@ def test_layers_contract():
     from importlinter.cli import lint_imports
 
     assert lint_imports(config_filename=str(ROOT / "pyproject.toml")) == 0
+
+
+def test_operations_page_is_current():
+    """docs/operations.md is what tools/operations_table.py generates from the registry."""
+    spec = importlib.util.spec_from_file_location(
+        "operations_table", ROOT / "tools" / "operations_table.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.OUT.read_text() == mod.render(), "run python tools/operations_table.py"
