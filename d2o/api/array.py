@@ -23,9 +23,9 @@ from ..core.registry import marked, operations
 from ..layouts.distributors import (
     STRATEGIES,
     Distributor,
-    _normalize_axis,
     freeform_distributor,
     get_distributor,
+    normalize_axis,
 )
 from ..layouts.ghost import width as _halo_width
 from ..layouts.mesh import Layout
@@ -780,7 +780,7 @@ def _axis_or_zero(axis: int, ndim: int) -> int:
         return 0
     if type(axis) is int and 0 <= axis < ndim:  # the common case, without the checks
         return axis
-    return _normalize_axis(axis, ndim)
+    return normalize_axis(axis, ndim)
 
 
 def _retarget(src: Distributor, dst: Distributor) -> Distributor:

@@ -22,7 +22,7 @@ from ..ops import reductions as _reductions
 from ..ops import shape as _shape_ops
 from ..ops import special as _special
 from . import ndarray as _ndarray
-from .ndarray import _table
+from .ndarray import numpy_impl
 
 if TYPE_CHECKING:
     from .array import distributed_data_object
@@ -151,41 +151,43 @@ class NumpyMethods:
     @marked(mesh=True)
     def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:  # noqa: A002
         """numpy's ``clip`` (element-wise, local)."""
-        return _table("clip")(self, min, max, out=out)
+        return numpy_impl("clip")(self, min, max, out=out)
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         """numpy's ``round`` (element-wise, local)."""
-        return _table("round")(self, decimals=decimals, out=out)
+        return numpy_impl("round")(self, decimals=decimals, out=out)
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
         """numpy's in-place ``sort`` along an axis (axis-local; see d2o.numpy.sort)."""
-        self[...] = _table("sort")(self, axis=axis, kind=kind, order=order)
+        self[...] = numpy_impl("sort")(self, axis=axis, kind=kind, order=order)
 
     def argsort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
                 stable: Any = None) -> Any:  # fmt: skip
         """numpy's ``argsort`` along an axis (axis-local; see d2o.numpy.argsort)."""
-        return _table("argsort")(self, axis=axis, kind=kind, order=order, stable=stable)
+        return numpy_impl("argsort")(self, axis=axis, kind=kind, order=order, stable=stable)
 
     def squeeze(self, axis: Any = None) -> distributed_data_object:
         """numpy's ``squeeze``: a view."""
-        return _table("squeeze")(self, axis=axis)
+        return numpy_impl("squeeze")(self, axis=axis)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         """numpy's ``diagonal`` (a copy; local for 2-d slabs)."""
-        return _table("diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
+        return numpy_impl("diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
               out: Any = None) -> Any:  # fmt: skip
         """numpy's ``trace``: the diagonal's sum."""
-        return _table("trace")(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
+        return numpy_impl("trace")(
+            self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out
+        )
 
     def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
         """numpy's ``take`` (distributed fancy indexing)."""
-        return _table("take")(self, indices, axis=axis, out=out, mode=mode)
+        return numpy_impl("take")(self, indices, axis=axis, out=out, mode=mode)
 
     def repeat(self, repeats: Any, axis: Any = None) -> Any:
         """numpy's ``repeat`` along an axis (axis-local)."""
-        return _table("repeat")(self, repeats, axis=axis)
+        return numpy_impl("repeat")(self, repeats, axis=axis)
 
     @marked(communicates=False)
     def fill(self, value: Any) -> None:
@@ -229,11 +231,11 @@ class NumpyMethods:
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         """numpy's ``put``: ``self.flat[indices] = values`` (see d2o.numpy.put; numpy
         indices write without moving anything)."""
-        _table("put")(self, indices, values, mode=mode)
+        numpy_impl("put")(self, indices, values, mode=mode)
 
     def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
         """numpy's ``searchsorted`` into this sorted 1-d array (see d2o.numpy.searchsorted)."""
-        return _table("searchsorted")(self, v, side=side, sorter=sorter)
+        return numpy_impl("searchsorted")(self, v, side=side, sorter=sorter)
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
                   order: Any = None) -> None:  # fmt: skip
@@ -243,15 +245,15 @@ class NumpyMethods:
     def argpartition(self, kth: Any, axis: Any = -1, kind: str = "introselect",
                      order: Any = None) -> Any:  # fmt: skip
         """numpy's ``argpartition`` (see d2o.numpy.argpartition)."""
-        return _table("argpartition")(self, kth, axis=axis, kind=kind, order=order)
+        return numpy_impl("argpartition")(self, kth, axis=axis, kind=kind, order=order)
 
     def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
         """numpy's ``compress``: a boolean index (see d2o.numpy.compress)."""
-        return _table("compress")(condition, self, axis=axis, out=out)
+        return numpy_impl("compress")(condition, self, axis=axis, out=out)
 
     def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Any:
         """numpy's ``choose`` with this array as the index (element-wise, operands aligned)."""
-        return _table("choose")(self, choices, out=out, mode=mode)
+        return numpy_impl("choose")(self, choices, out=out, mode=mode)
 
     # -- numpy's ndarray methods of d2o.ops.ndarray: flat, views, resize, exports, the piece's
     @property

@@ -288,7 +288,7 @@ def _run() -> None:
     while not _STATE.stop.wait(_TICK):
         if MPI.Is_finalized():
             return
-        timeout = _config._OPTIONS["hang_timeout"]
+        timeout = _config.OPTIONS["hang_timeout"]
         key = None if timeout is None else _waiting()
         now = time.monotonic()
         if key is None or key != seen:
@@ -366,14 +366,14 @@ def _abort_with(exc_type: type, exc: BaseException, tb: Any, where: str) -> None
 
 
 def _excepthook(exc_type: type, exc: BaseException, tb: Any) -> None:
-    if _config._OPTIONS["abort_on_error"] and not MPI.Is_finalized():
+    if _config.OPTIONS["abort_on_error"] and not MPI.Is_finalized():
         _abort_with(exc_type, exc, tb, "in the main thread")
     _PREVIOUS["sys"](exc_type, exc, tb)
 
 
 def _thread_hook(args: Any) -> None:
     if (
-        _config._OPTIONS["abort_on_error"]
+        _config.OPTIONS["abort_on_error"]
         and args.exc_type is not SystemExit
         and not MPI.Is_finalized()
     ):

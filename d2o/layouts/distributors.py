@@ -84,10 +84,10 @@ def index_of(box: tuple) -> tuple:
     plain box, an open mesh of index arrays (``np.ix_``) when some axis has several runs."""
     if not any(is_runs(e) for e in box):
         return tuple(slice(a, b) for a, b in box)
-    return np.ix_(*[_indices(e) for e in box])
+    return np.ix_(*[entry_indices(e) for e in box])
 
 
-def _indices(entry: tuple) -> np.ndarray:
+def entry_indices(entry: tuple) -> np.ndarray:
     if not is_runs(entry):
         return np.arange(entry[0], entry[1], dtype=np.intp)
     if not entry:
@@ -316,7 +316,7 @@ _LENGTH_RULES = {"equal": equal_lengths, "fftw": fftw_lengths}
 _CACHE = BoundedCache(4096)
 
 
-def _normalize_axis(axis: int, ndim: int) -> int:
+def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be an integer, got {axis!r}")
     if not -ndim <= axis < ndim:
@@ -361,7 +361,7 @@ def get_distributor(
     else:
         # 'freeform' without local pieces (global data, another layout) takes the 'equal'
         # lengths, labelled 'freeform' (the original D2O's behaviour)
-        ax = _normalize_axis(axis, len(global_shape))
+        ax = normalize_axis(axis, len(global_shape))
         rule = _LENGTH_RULES["equal" if strategy == "freeform" else strategy]
         lengths = rule(global_shape[ax], comm.size)
         offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
@@ -393,7 +393,7 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
 def freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Distributor:
     """The 'freeform' slab layout of local pieces ``piece`` (``meta``: its (shape, dtype);
     ``metas``: every rank's, or None to allgather them here: one small allgather)."""
-    ax = _normalize_axis(axis, piece.ndim)
+    ax = normalize_axis(axis, piece.ndim)
     if metas is None:
         metas = c.allgather(meta) if c.size > 1 else [meta]
     shapes = [m[0] for m in metas]

@@ -94,7 +94,7 @@ def local_elementwise(func: Callable, arrays: list) -> Any:
     return _from_local(res, d)
 
 
-def _whole_along(x: D2O, core: tuple) -> tuple[np.ndarray, Distributor]:
+def whole_along(x: D2O, core: tuple) -> tuple[np.ndarray, Distributor]:
     """``x``'s piece on a layout where the axes ``core`` are whole on every rank: its
     own when it is one, else the 'equal' slabs of the longest other axis (one exchange).
     NotImplementedError where every axis is core and ``x`` is above the fallback limit."""
@@ -136,7 +136,7 @@ def axis_local(
         try_mesh = False
     d0 = x.distributor
     try:
-        data, d = _whole_along(x, core)
+        data, d = whole_along(x, core)
     except NotImplementedError:
         return fallback(name, func, (x,) + tuple(args), kwargs)
     comm = d.comm

@@ -43,9 +43,9 @@ from ..core.errors import agreed
 from ..core.registry import operation
 from ..layouts.distributors import (
     Distributor,
-    _normalize_axis,
     get_distributor,
     like,
+    normalize_axis,
     slab_distributor,
 )
 from ..layouts.mesh import is_mesh, layout
@@ -455,7 +455,7 @@ def _prepare(x: Any, s: Any, axes: Any, norm: Any, dist_axis: Any, kind: str) ->
         raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
     if axes is None:
         axes = list(range(ndim)) if s is None else list(range(ndim - len(s), ndim))
-    axes = [_normalize_axis(a, ndim) for a in axes]
+    axes = [normalize_axis(a, ndim) for a in axes]
     if len(set(axes)) != len(axes):
         raise ValueError("repeated axes are not supported by distributed FFTs")
     if s is None:
@@ -473,7 +473,7 @@ def _prepare(x: Any, s: Any, axes: Any, norm: Any, dist_axis: Any, kind: str) ->
         if int(n) < 1:
             raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     if dist_axis is not None:
-        dist_axis = _normalize_axis(dist_axis, ndim)
+        dist_axis = normalize_axis(dist_axis, ndim)
     if not axes:
         raise ValueError("no axes to transform")
     return axes, [int(n) for n in s], dist_axis

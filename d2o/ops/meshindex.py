@@ -6,7 +6,7 @@ slab equivalent (which would move half the array or more):
 
 * ``x[i, j]`` (an integer per axis): the owner (`d2o.layouts.owners.element_owner`)
   puts its element into the one small collective that also agrees on the key's errors
-  (`d2o.ops.getting._from_owner`); a numpy scalar, identical on every rank.
+  (`d2o.ops.getting.from_owner`); a numpy scalar, identical on every rank.
 * ``x[i, j] = v`` with a value that is not distributed: every rank holding the element
   (the owner and its replicas) writes it; no communication.  Key and value errors are
   numpy's, raised on every rank alike (the key is global) before anything is written.
@@ -41,9 +41,9 @@ from ..core.keys import Key, coords_for
 from ..layouts.mesh import MeshDistributor
 from ..layouts.owners import element_here, element_owner, held_here, lookup_ok, owner_lin
 from ..move.p2p import count_matrix, fetch, route_pieces, scatter
-from .getting import _from_owner, _packable
-from .keyplan import _adv_items, _canonical, _full_box, _shape_of, _spread
-from .setting import _check_mask_value, _check_value
+from .getting import from_owner, packable
+from .keyplan import adv_items, canonical_key, full_box, shape_of, spread
+from .setting import check_mask_value, check_value
 
 __all__ = ["mesh_get", "mesh_set"]
 
@@ -79,15 +79,15 @@ def mesh_get(obj: D2O, key: Any) -> Any:
     if not lookup_ok(d):
         return NotImplemented
     if _element_key(key, d.ndim):
-        if not _packable(obj.dtype):  # pragma: no cover - object or very wide dtypes
+        if not packable(obj.dtype):  # pragma: no cover - object or very wide dtypes
             return NotImplemented
         error, owner, idx = None, 0, None
         try:
-            k = _canonical(obj, key)
+            k = canonical_key(obj, key)
             owner, idx = element_owner(d, [it[2] for it in k.src])
         except Exception as exc:  # the key's IndexError: agreed in the value's collective
             error = exc
-        return _from_owner(obj, owner, idx, error)
+        return from_owner(obj, owner, idx, error)
     if _fancy_key(key):
         return _take(obj, key)
     return NotImplemented
@@ -97,7 +97,7 @@ def _plan(obj: D2O, key: Any) -> Key:
     """Collective: the canonical key, its errors agreed (one one-byte allreduce)."""
     error, k = None, None
     try:
-        k = _canonical(obj, key)
+        k = canonical_key(obj, key)
     except Exception as exc:
         error = exc
     agree(obj.distributor.comm, error)
@@ -109,9 +109,9 @@ def _advs(k: Key, box: tuple | None = None) -> dict:
     B part of ``box``)."""
     B = k.bshape
     if box is None:
-        return {it[1]: np.broadcast_to(it[2], B) for _, it in _adv_items(k)}
+        return {it[1]: np.broadcast_to(it[2], B) for _, it in adv_items(k)}
     bsl = tuple(slice(a, b) for a, b in box[k.bpos : k.bpos + len(B)])
-    return {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in _adv_items(k)}
+    return {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in adv_items(k)}
 
 
 def _pick(data: np.ndarray, lin: np.ndarray) -> np.ndarray:
@@ -128,13 +128,13 @@ def _take(obj: D2O, key: Any) -> Any:
     R = k.out_shape
     if not R:  # pragma: no cover - an advanced key always gives an axis
         return NotImplemented
-    dst = _spread(R, comm)
+    dst = spread(R, comm)
     if 0 in R:
         return _from_local(np.empty(dst.local_shape, dtype=obj.dtype), dst)
     if prod(R) * len(R) <= _SMALL:
         return _from_local(_take_small(obj, k, dst).reshape(dst.local_shape), dst)
     box = dst.region(comm.rank)
-    shape = _shape_of(box)
+    shape = shape_of(box)
     owner, lin = owner_lin(d, coords_for(k, box, _advs(k, box)), shape)
     M, _ = count_matrix(comm, owner)
     return _from_local(fetch(comm, obj.data, owner, lin, M).reshape(shape), dst)
@@ -148,7 +148,7 @@ def _take_small(obj: D2O, k: Key, dst: Any) -> np.ndarray:
     comm = d.comm
     me, P = comm.rank, comm.size
     R = k.out_shape
-    owner, lin = owner_lin(d, coords_for(k, _full_box(R), _advs(k)), R)
+    owner, lin = owner_lin(d, coords_for(k, full_box(R), _advs(k)), R)
     t = dst.axis
     along = np.searchsorted(dst.bounds_array(), np.arange(R[t]), side="right") - 1
     dest = np.broadcast_to(along.reshape((-1,) + (1,) * (len(R) - t - 1)), R).ravel()
@@ -178,7 +178,7 @@ def mesh_set(obj: D2O, key: Any, value: Any) -> bool:
     if isinstance(value, D2O):
         return _fancy_key(key) and _put_routed(obj, key, value)
     if _element_key(key, d.ndim):
-        k = _canonical(obj, key)  # a global key: numpy's IndexError on every rank alike
+        k = canonical_key(obj, key)  # a global key: numpy's IndexError on every rank alike
         cell = np.empty((), dtype=obj.dtype)
         cell[()] = value  # numpy's conversion and its errors, on every rank alike
         idx = element_here(d, [it[2] for it in k.src])
@@ -187,14 +187,14 @@ def mesh_set(obj: D2O, key: Any, value: Any) -> bool:
         return True
     if not _fancy_key(key):
         return False
-    k = _canonical(obj, key)
+    k = canonical_key(obj, key)
     val = np.asarray(value, dtype=obj.dtype)
-    _check_mask_value(key, val, obj.ndim)
+    check_mask_value(key, val, obj.ndim)
     R = k.out_shape
-    vs = _check_value(val.shape, R)
+    vs = check_value(val.shape, R)
     if 0 in R:
         return True
-    held, pos = held_here(d, coords_for(k, _full_box(R), _advs(k)), R)
+    held, pos = held_here(d, coords_for(k, full_box(R), _advs(k)), R)
     if pos[0].size:
         obj.data[pos] = np.broadcast_to(val.reshape(vs), R)[held]
     return True
@@ -217,9 +217,9 @@ def _put_routed(obj: D2O, key: Any, value: D2O) -> bool:
     comm = d.comm
     error, k, vs = None, None, None
     try:
-        k = _canonical(obj, key)
-        _check_mask_value(key, value, obj.ndim)
-        vs = _check_value(value.shape, k.out_shape)
+        k = canonical_key(obj, key)
+        check_mask_value(key, value, obj.ndim)
+        vs = check_value(value.shape, k.out_shape)
     except Exception as exc:
         error = exc
     agree(comm, error)
@@ -228,10 +228,10 @@ def _put_routed(obj: D2O, key: Any, value: D2O) -> bool:
         return True
     if vs != value.shape:
         return False  # surplus leading ones: the slab equivalent reshapes the value
-    dst = _spread(R, comm)
+    dst = spread(R, comm)
     part = np.broadcast_to(align(value, dst), dst.local_shape)
     box = dst.region(comm.rank)
-    shape = _shape_of(box)
+    shape = shape_of(box)
     owner, lin = owner_lin(d, coords_for(k, box, _advs(k, box)), shape)
     vals = part.reshape(-1)
     offs = _replica_offsets(d)

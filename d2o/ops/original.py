@@ -19,7 +19,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.errors import agreed
 from ..core.registry import operation
-from ..layouts.distributors import _normalize_axis, get_distributor, like
+from ..layouts.distributors import get_distributor, like, normalize_axis
 from ..move.redistribution import redistribute
 from . import reductions as _reductions  # noqa: F401  (installs ravel; flatten below replaces its alias)
 from .reductions import store
@@ -146,7 +146,7 @@ def _median(a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
             axes = tuple(range(obj.ndim))
         else:
             raw = axis if isinstance(axis, tuple) else (axis,)
-            axes = tuple(sorted({_normalize_axis(x, obj.ndim) for x in raw}))
+            axes = tuple(sorted({normalize_axis(x, obj.ndim) for x in raw}))
             if len(axes) != len(raw):
                 raise ValueError("duplicate value in 'axis'")
     if len(axes) == obj.ndim:  # every axis: one order statistic of all elements

@@ -64,7 +64,7 @@ def body(op: Operation, args: tuple, kwargs: dict) -> Any:
                 t.records.append(rec)
             current[0] = rec
         check = None
-        if _config._OPTIONS["check_args"] and op.communicates:
+        if _config.OPTIONS["check_args"] and op.communicates:
             check = start_check(fn, name, args, kwargs)
         try:
             if mesh_in_use[0]:
@@ -98,7 +98,7 @@ def _level() -> int:
     """How much must be flagged now: 3 everything (a trace, ``check_args``, controller
     mode), 2 the mesh fallback and the operations that leave 0-d views to the runtime,
     1 the mesh fallback only, 0 nothing."""
-    if _trace.active or _config._OPTIONS["check_args"] or controlled[0]:
+    if _trace.active or _config.OPTIONS["check_args"] or controlled[0]:
         return 3
     return 2 if held_in_use[0] else 1 if mesh_in_use[0] else 0
 
