@@ -191,3 +191,52 @@ def test_operations_page_is_current():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.OUT.read_text() == mod.render(), "run python tools/operations_table.py"
+
+
+#: module path -> why it still imports private names of other d2o modules
+PRIVATE_IMPORTS = {
+    "d2o/runtime/controller.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_calls.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_worker.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_wire.py": "controller mode's state, being made one object",
+}
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``from d2o.x import _name`` and ``module._name`` of an imported d2o module (private
+    modules of a package, like ``io._common``, are its own business)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mods, out = set(), []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and _absolute(path, n):
+            for a in n.names:
+                mods.add(a.asname or a.name)
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    dotted = f"{_absolute(path, n)[0]}.{a.name}".split(".")
+                    if not (ROOT.joinpath(*dotted).with_suffix(".py")).exists():
+                        out.append(f"{n.lineno}: from {n.module} import {a.name}")
+        elif isinstance(n, ast.Import):
+            mods |= {a.asname or a.name for a in n.names if a.name.split(".")[0] == "d2o"}
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in mods
+            and n.attr.startswith("_")
+            and not n.attr.startswith("__")
+        ):
+            out.append(f"{n.lineno}: {n.value.id}.{n.attr}")
+    return out
+
+
+def test_no_module_uses_private_names_of_another():
+    bad, used = [], set()
+    for path in _modules():
+        rel = str(path.relative_to(ROOT))
+        found = _private_imports(path)
+        if found and rel in PRIVATE_IMPORTS:
+            used.add(rel)
+        elif found:
+            bad += [f"{rel}:{line}" for line in found]
+    assert not bad, "private names of other modules used:\n" + "\n".join(bad)
+    assert used == set(PRIVATE_IMPORTS), f"stale entries: {set(PRIVATE_IMPORTS) - used}"
