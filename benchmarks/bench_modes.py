@@ -2,10 +2,10 @@
 
 ``x + y`` (and ``x.sum()``, ``x.copy()``) on 1000-element float64 slab arrays, per call,
 in one process: first with nothing else made, then after a mesh layout was built, then
-after a 0-d view (``m[1, 2, ...]``, held by one rank where P > 1) was made.  The
-operators take 0-d views themselves, so ``x + y`` should cost the same in all three
-states; operations that still leave 0-d views to the runtime's wrapper (``copy``) pay it
-after the first 0-d view (issue 29: the operation registry is to remove that).  Then the
+after a 0-d view (``m[1, 2, ...]``, held by one rank where P > 1) was made, then after
+it was freed.  The operators take 0-d views themselves, so ``x + y`` should cost the
+same in every state; operations that leave 0-d views to the runtime (``copy``) pay the
+runtime's check while a 0-d view is alive, and no more once none is.  Then the
 peak extra memory of ``0.5 * (((a + 1) * 2 + 3) - 4)`` on 8 MiB pieces in the last state:
 one piece when temporaries are reused.
 
@@ -71,12 +71,14 @@ def measure() -> dict | None:
     x = D2O(np.arange(1000.0))
     y = D2O(np.ones(1000))
     rows = {name: [] for name, _ in OPS}
-    states = ["fresh", "after a mesh layout", "after a 0-d view"]
-    for state in range(3):
+    states = ["fresh", "after a mesh layout", "after a 0-d view", "once it was freed"]
+    for state in range(4):
         if state == 1:
             m = D2O(np.arange(24.0).reshape(4, 6), distribution_strategy=d2o.layout(split=(0, 1)))
         if state == 2:
-            v = m[1, 2, ...]  # noqa: F841 - the 0-d view is what changes the process
+            v = m[1, 2, ...]  # the 0-d view is what changes the process
+        if state == 3:
+            del v
         for name, fn in OPS:
             rows[name].append(per_call(fn, x, y))
     peak = chain_peak()

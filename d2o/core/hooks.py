@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use"]
+__all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
+           "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -21,8 +22,8 @@ controlled = [False]
 role: list = [None]
 #: True once a mesh layout was built in this process.
 mesh_in_use = [False]
-#: True once a 0-d view (`d2o.layouts.distributors.HeldScalar`) was made.
-held_in_use = [False]
+#: How many 0-d views (`d2o.layouts.distributors.HeldScalar` layouts) are alive now.
+held_in_use = [0]
 
 #: Event name -> callbacks, in the order they subscribed.
 _SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
@@ -53,8 +54,16 @@ def use_mesh() -> None:
 
 
 def use_held() -> None:
-    """A 0-d view was made: note it (and a mesh), once, and fire "held"."""
-    if not held_in_use[0]:
-        use_mesh()
-        held_in_use[0] = True
+    """A 0-d view's layout was made: count it (and note a mesh); fire "held" for the first."""
+    use_mesh()
+    held_in_use[0] += 1
+    if held_in_use[0] == 1:
+        fire("held")
+
+
+def drop_held() -> None:
+    """A 0-d view's layout was freed: fire "held" when none is left (the operations that
+    ran on replicated copies of 0-d views go back to their own path)."""
+    held_in_use[0] -= 1
+    if held_in_use[0] == 0:
         fire("held")

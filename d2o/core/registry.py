@@ -26,6 +26,10 @@ __all__ = ["Operation", "OPS", "RUN", "operation", "operations", "declare", "dec
 
 #: Every operation declared so far, in declaration order.
 OPS: list[Operation] = []
+#: The flag cells, one per combination of the facts that decide whether a mode needs an
+#: operation's calls: (traced, mesh, held) -> [flag].  Operations share them, so that a
+#: mode change sets a dozen cells, not one per operation.
+CELLS: dict[tuple, list] = {}
 #: The runtime's entry for flagged calls (`d2o.runtime.funnel.run`): ``run(op, args, kwargs)``.
 RUN: list = [None]
 
@@ -64,7 +68,8 @@ class Operation:
         Where the operation lives, for controller mode's workers:
         ``('f', module, attribute)`` or ``('c', module, class qualname, attribute)``.
     on : list
-        One cell: True while a mode needs this operation's calls (set by the runtime).
+        One cell: True while a mode needs this operation's calls (set by the runtime; shared
+        by the operations of the same facts, `CELLS`).
     """
 
     __slots__ = ("name", "kind", "communicates", "mesh", "held", "traced", "namer", "fn",
@@ -78,7 +83,7 @@ class Operation:
         self.name, self.fn, self.key, self.kind = name, fn, key, kind
         self.communicates, self.mesh, self.held, self.traced = communicates, mesh, held, traced
         self.namer = namer
-        self.on = [False]
+        self.on = CELLS.setdefault((traced, mesh, held), [False])
 
     def __repr__(self) -> str:
         return f"<d2o operation {self.name} ({self.kind})>"

@@ -248,6 +248,12 @@ class HeldScalar(Distributor):
         self.holders = holders
         self.sender = sender
 
+    def __del__(self) -> None:
+        try:
+            hooks.drop_held()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
     def region(self, rank: int) -> Box | None:
         return () if rank in self.holders else None
 

@@ -308,8 +308,8 @@ def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
 def _held(values: Any) -> bool:
     """True when one of ``values`` is a 0-d view (`HeldScalar`): its piece is scratch on
     the ranks that do not hold the element, so the call runs on replicated copies
-    (`d2o.array.slabs.on_slabs`).  Costs one flag test until a 0-d view was ever made."""
-    return held_in_use[0] and any(
+    (`d2o.array.slabs.on_slabs`).  Costs one flag test while no 0-d view is alive."""
+    return held_in_use[0] > 0 and any(
         isinstance(v, D2O) and type(v.distributor) is HeldScalar for v in values
     )
 

@@ -103,32 +103,29 @@ def _level() -> int:
     return 2 if held_in_use[0] else 1 if mesh_in_use[0] else 0
 
 
-def _wanted(op: Operation, level: int) -> bool:
-    """Whether ``op``'s calls need `run` at ``level``."""
+def _wanted(facts: tuple, level: int) -> bool:
+    """Whether the calls of operations with ``facts`` = (traced, mesh, held) need `run`
+    at ``level``."""
+    traced, mesh, held = facts
     if controlled[0]:
         return True
-    if not op.traced or level == 0:
+    if not traced or level == 0:
         return False
-    if level == 3 or not op.mesh:
+    if level == 3 or not mesh:
         return True
-    return level == 2 and op.held is None
+    return level == 2 and held is None
 
 
 def refresh() -> None:
-    """Set every operation's flag for the modes now on (`d2o.core.hooks` events)."""
+    """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
+    cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level = _level()
-    for op in registry.OPS:
-        op.on[0] = _wanted(op, level)
-
-
-def _on_registered() -> None:
-    """An operation was declared (a module imported later): its flag too."""
-    op = registry.OPS[-1]
-    op.on[0] = _wanted(op, _level())
+    for facts, cell in registry.CELLS.items():
+        cell[0] = _wanted(facts, level)
 
 
 registry.RUN[0] = run
 for _event in ("modes", "mesh", "held"):
     hooks.subscribe(_event, refresh)
-hooks.subscribe("registered", _on_registered)
+hooks.subscribe("registered", refresh)
 refresh()
