@@ -192,6 +192,28 @@ class Comm:
             _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
         return out
 
+    def Allreduce_record(self, rec: np.ndarray, fold: Any) -> np.ndarray:
+        """Combine one fixed-size record (a 1-D uint64 array) per rank with ``fold``; every
+        rank gets the result.  ``fold(a, b)`` folds record ``a`` (of lower ranks) into
+        record ``b`` in place; it runs as a non-commutative MPI user op (rank order, so
+        every rank gets the same bits) made once per function, over a datatype of the
+        whole record, so it always sees whole records.  One Allreduce: O(log P) messages
+        of ``rec.nbytes`` per rank."""
+        if self.size == 1:
+            return rec.copy()
+        out = np.empty_like(rec)
+        op = _RECORD_OPS.get(fold)
+        if op is None:
+            op = _RECORD_OPS[fold] = MPI.Op.Create(_Fold(fold, rec.size), commute=False)
+        rtype = _record_type(rec.size)
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        self.mpi.Allreduce([rec, 1, rtype], [out, 1, rtype], op)
+        if _tr.active:
+            _tr.note("Allreduce", rec.nbytes, out.nbytes, self.size)
+        return out
+
     def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
         """Broadcast a contiguous array in place from ``root``."""
         if self.size > 1 and buf.nbytes:
@@ -321,7 +343,8 @@ wait_points = frozenset(
     getattr(Comm, name).__code__
     for name in (
         "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-        "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+        "Allreduce", "Allreduce_record", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many",
+        "send", "recv", "Split",
     )
 )  # fmt: skip
 
@@ -367,6 +390,37 @@ class _Combine:
         a = np.frombuffer(inbuf, dtype=self.dtype)
         b = np.frombuffer(inoutbuf, dtype=self.dtype)
         self.ufunc(a, b, out=b)
+
+
+#: fold function of `Comm.Allreduce_record` -> its MPI user op (made once, kept for the process)
+_RECORD_OPS: dict = {}
+#: words per record -> the committed contiguous datatype of one record
+_RECORD_TYPES: dict = {}
+
+
+def _record_type(words: int):
+    """The datatype of one record of ``words`` uint64 (kept for the process)."""
+    t = _RECORD_TYPES.get(words)
+    if t is None:
+        t = _RECORD_TYPES[words] = MPI.UINT64_T.Create_contiguous(words).Commit()
+    return t
+
+
+class _Fold:
+    """An MPI user op's function over records of ``words`` uint64: ``fold(in, inout)``
+    for each record of the buffers."""
+
+    __slots__ = ("fold", "words")
+
+    def __init__(self, fold: Any, words: int) -> None:
+        self.fold, self.words = fold, words
+
+    def __call__(self, inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+        a = np.frombuffer(inbuf, dtype=np.uint64)
+        b = np.frombuffer(inoutbuf, dtype=np.uint64)
+        w = self.words
+        for i in range(0, b.size, w):
+            self.fold(a[i : i + w], b[i : i + w])
 
 
 def _mpi_type(dtype: np.dtype):
