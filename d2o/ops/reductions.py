@@ -7,10 +7,9 @@ the reduced axes the per-rank partials are combined across ranks:
   record carrying the error agreement and the partial
   (`d2o.core.errors.allreduce_agreed`; the partials combined by the numpy ufunc,
   in an order that gives every rank bit-identical values);
-* small array results (``size * ranks <= D2O_SMALL_REDUCE``): one Allgather of
-  the partials, combined in rank order;
-* large array results: one Allreduce (MPI's built-in op where it matches numpy's
-  semantics, else a user-defined op running the numpy ufunc).
+* array results: one Allreduce (MPI's built-in op where it matches numpy's
+  semantics, else a user-defined op running the numpy ufunc); only dtypes MPI
+  cannot reduce (datetimes) gather the partials.
 
 Ranks holding no elements contribute the reduction's identity (for max/min:
 the dtype's lowest/highest value).  numpy's own errors and result dtypes come
@@ -103,16 +102,21 @@ def combine_partials(
     partial: np.ndarray, ufunc: np.ufunc, dist: Distributor | None, comm: Any = None
 ) -> np.ndarray:
     """Collective over ``comm`` (default ``dist.comm``): combine per-rank ``partial`` arrays
-    with ``ufunc``; identical on every rank."""
+    with ``ufunc``; identical on every rank.
+
+    One Allreduce of ``partial`` (O(log P) messages of its size).  Dtypes MPI cannot
+    reduce (datetimes, timedeltas) gather the partials instead while they are small
+    (``size * ranks <= D2O_SMALL_REDUCE``), else raise TypeError.
+    """
     comm = dist.comm if comm is None else comm
     if comm.size == 1:
         return partial
+    if partial.dtype.kind in "biufc":
+        return comm.Allreduce(partial, ufunc)
     if partial.size * comm.size <= _config.small_reduce():
         stacked = comm.Allgather(partial)
         return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
-    if partial.dtype.kind not in "biufc":
-        raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
-    return comm.Allreduce(partial, ufunc)
+    raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
 
 
 def _probe(obj: D2O) -> np.ndarray:
