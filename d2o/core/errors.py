@@ -167,7 +167,8 @@ def combiner(name: str, fn: Callable[[np.ndarray, np.ndarray], None]) -> int:
     RECORD_WORDS - HEADER_WORDS words), ``a`` from lower ranks than ``b``: the op is
     declared non-commutative, so MPI combines in rank order and every rank gets a
     bit-identical result.  The code is a crc32 of ``name``: equal on every process,
-    whatever order the ranks registered in.
+    whatever order the ranks registered in.  Register it on every rank before the
+    Allreduce, holding a value or not: any rank may be the one that folds two payloads.
     """
     code = zlib.crc32(name.encode()) or 1
     known = _COMBINERS.get(code)

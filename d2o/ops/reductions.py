@@ -273,9 +273,10 @@ def _full_reduce(
             val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
         else:
             val = fn(data, axis=None, **kwargs)
+        code = _ufunc_combiner(combine, rdtype)  # registered on every rank: all may fold
         # replicas of a mesh hold the same elements: only one of each set counts
         if not is_mesh(d) or d.source(d.comm.rank) is not None:
-            put_value(rec, val, rdtype, _ufunc_combiner(combine, rdtype))
+            put_value(rec, val, rdtype, code)
     except Exception as exc:
         error = exc
     total = get_value(allreduce_agreed(d.comm, error, rec), rdtype)
@@ -548,12 +549,13 @@ def _arg_full(obj: D2O, fn: Callable, name: str, keepdims: bool) -> int:
     try:
         _probe_dtype(fn, obj, axis=None, keepdims=keepdims)
         gi, val, _ = _arg_local(obj, fn, None, ())
+        code = _arg_combiner(name, obj.dtype)  # registered on every rank: all may fold
         if gi[0] >= 0:  # this rank holds elements
             pay = payload(rec)
             pay[:8].view(np.int64)[0] = gi[0]
             pay[8 : 8 + obj.dtype.itemsize] = np.ascontiguousarray(val).view(np.uint8)
             rec[0] |= VALUE
-            rec[3] = _arg_combiner(name, obj.dtype)
+            rec[3] = code
     except Exception as exc:
         error = exc
     out = allreduce_agreed(d.comm, error, rec)
