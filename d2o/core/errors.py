@@ -240,10 +240,10 @@ def allreduce_agreed(comm: Comm, error: BaseException | None, record: np.ndarray
         pending_check[0] = None
         record[DIGEST] = check.word
         record[NOT_DIGEST] = ~check.word
-        out = comm.Allreduce_record(record, fold_records)
+        out = comm.Allreduce(record, fold_records)
         check.verdict(out)  # a mismatch is reported first: it is the cause
     else:
-        out = comm.Allreduce_record(record, fold_records)
+        out = comm.Allreduce(record, fold_records)
     if out[0] & ERROR:
         _PENDING[0] = None
         raise_agreed(comm, error)

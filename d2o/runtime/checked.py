@@ -164,7 +164,7 @@ class Check:
         a folded agreement, so ranks that reach either one match)."""
         rec = new_record()
         rec[DIGEST], rec[NOT_DIGEST] = self.word, ~self.word
-        self.verdict(self.comm.Allreduce_record(rec, fold_records))
+        self.verdict(self.comm.Allreduce(rec, fold_records))
 
     def verdict(self, record: np.ndarray) -> None:
         """ValueError on every rank unless every rank's digest in the combined agreement
