@@ -6,7 +6,10 @@ measures on the process counts it shows (children under ``mpiexec -n N``), print
 and writes its results with the machine's facts to ``docs/_data/bench/NAME.json`` (the
 script's ``RECORD``); the documentation's performance page is generated from those files.
 The direct forms (``mpiexec -n N python benchmarks/bench_NAME.py``, ``--child``, ``D2O_MPI=0``)
-only print.  ``D2O_BENCH_DIR=DIR`` writes the output files to DIR instead.
+only print.  ``D2O_BENCH_DIR=DIR`` writes the output files to DIR instead;
+``D2O_MPIEXEC=PATH`` launches the children with that mpiexec (where MPI was installed
+elsewhere than beside this Python), and ``D2O_COMMIT`` is the commit recorded where git
+cannot tell (a copy of the sources without their repository).
 """
 
 from __future__ import annotations
@@ -81,8 +84,11 @@ def json_argument() -> str | None:
 
 
 def _mpiexec_command(script: str, n: int) -> list[str]:
-    """``mpiexec -n n python script`` (the mpiexec beside this Python)."""
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    """``mpiexec -n n python script`` (the mpiexec beside this Python, or ``$D2O_MPIEXEC``
+    where MPI was installed elsewhere, e.g. with ``pip install --target``)."""
+    mpiexec = os.environ.get("D2O_MPIEXEC") or os.path.join(
+        os.path.dirname(sys.executable), "mpiexec"
+    )
     return [mpiexec, "-n", str(n), sys.executable, os.path.abspath(script)]
 
 
@@ -205,7 +211,8 @@ def _memory_gib() -> float | None:
 
 def _commit() -> str | None:
     """The repository's commit, with ``+`` when the measured code (d2o/, benchmarks/,
-    examples/) differs from it in the work tree; None where git cannot tell."""
+    examples/) differs from it in the work tree; ``$D2O_COMMIT`` (or None) where git cannot
+    tell (a copy of the work tree without its repository)."""
     try:
         head = subprocess.run(
             ["git", "-C", REPO, "rev-parse", "--short=12", "HEAD"],
@@ -220,7 +227,7 @@ def _commit() -> str | None:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return None
+        return os.environ.get("D2O_COMMIT")
     return head + ("+" if dirty else "")
 
 

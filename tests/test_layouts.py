@@ -13,8 +13,10 @@ import pytest
 from _helpers import sample
 
 import d2o
+import d2o.numpy
 from d2o import default_comm, distributed_data_object
 from d2o.core import hooks
+from d2o.core.registry import flagged
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 P = default_comm().size
@@ -338,17 +340,17 @@ def test_mesh_fallback_wraps_only_operations_without_a_mesh_algorithm():
     # operators are wrapped for good (d2o.runtime.funnel's level 2)
     held = hooks.held_in_use[0]
     with d2o.options(check_args=False):
-        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        copy_wrapped = flagged(inspect.getattr_static(D, "copy"))
         collective_assert(copy_wrapped == held)
-        collective_assert(not hasattr(inspect.getattr_static(D, "__add__"), "__d2o_original__"))
-        collective_assert(hasattr(inspect.getattr_static(D, "__iter__"), "__d2o_original__"))
+        collective_assert(not flagged(inspect.getattr_static(D, "__add__")))
+        collective_assert(flagged(inspect.getattr_static(D, "__iter__")))
         collective_assert(
-            not hasattr(inspect.getattr_static(D, "_target"), "__d2o_original__")
+            not flagged(inspect.getattr_static(D, "_target"))
         )  # private: never wrapped
         with d2o.trace() as t:  # a trace wraps everything while it lasts
-            collective_assert(hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__"))
+            collective_assert(flagged(inspect.getattr_static(D, "copy")))
             y = x.copy(distribution_strategy="equal")
-        copy_wrapped = hasattr(inspect.getattr_static(D, "copy"), "__d2o_original__")
+        copy_wrapped = flagged(inspect.getattr_static(D, "copy"))
         collective_assert(copy_wrapped == held)
     assert_equal_to_numpy(y, a)
     moves = [c for c in t.calls if c[1] == "Alltoallw"]
@@ -369,3 +371,21 @@ def test_feature_modules_ask_layout_questions_instead_of_reading_slab_fields():
         if pattern.search(p.read_text(encoding="utf-8"))
     )
     assert readers == ["layouts/distributors.py"]
+
+
+def test_the_trace_says_which_operations_went_the_slab_way():
+    """An operation without a mesh algorithm says so in its record (``via_slab``: the mesh
+    operands it moved to slab equivalents); a native one moves nothing and says nothing."""
+    a = np.arange(48.0).reshape(6, 8)
+    x = distributed_data_object(a, distribution_strategy=d2o.layout(split=(0, 1)))
+    with d2o.trace() as t:
+        c = x.cumsum(axis=0)  # no mesh algorithm yet: one operand via its slab equivalent
+        s = x.sum(axis=0)  # native: partials combined along the mesh axis
+        w = d2o.numpy.where(x > 5, x, 0)  # native, local
+    by_op = {r.op: r for r in t.records}
+    collective_assert(by_op["cumsum"].via_slab == 1, by_op["cumsum"])
+    collective_assert(by_op["sum"].via_slab == 0 and by_op["numpy.where"].via_slab == 0)
+    collective_assert("via_slab=1" in repr(by_op["cumsum"]))
+    assert_equal_to_numpy(c, np.cumsum(a, axis=0))
+    assert_equal_to_numpy(s, a.sum(axis=0))
+    assert_equal_to_numpy(w, np.where(a > 5, a, 0))

@@ -4,7 +4,8 @@
   `LAZY` with their reason (``import d2o`` must stay fast: the numpy namespace and the
   controller load on first use).
 - Nothing of d2o is ``setattr``'d onto a module or class at run time, except the places in
-  `PATCHES` that the operation registry (issue 29) has not replaced yet.
+  `PATCHES`: the registry's class decorator (at definition) and controller mode's guarded
+  communicator.
 - No module of d2o/ over 800 lines.
 
 The layers themselves (imports only downwards, no cycle) are import-linter's contracts in
@@ -34,7 +35,8 @@ LAZY = {
 }
 #: module path -> why it still sets attributes onto modules or classes at run time
 PATCHES = {
-    "d2o/runtime/funnel.py": "the wrappers of trace/checked/mesh/controller mode (issue 29 item 2)",
+    "d2o/core/registry.py": "at class definition only: `operations` puts the trampolines of "
+    "the methods into the class body it decorates",
     "d2o/runtime/controller.py": "controller mode's guarded Comm methods and script comm",
 }
 MAX_LINES = 800
@@ -179,3 +181,62 @@ def test_layers_contract():
     from importlinter.cli import lint_imports
 
     assert lint_imports(config_filename=str(ROOT / "pyproject.toml")) == 0
+
+
+def test_operations_page_is_current():
+    """docs/operations.md is what tools/operations_table.py generates from the registry."""
+    spec = importlib.util.spec_from_file_location(
+        "operations_table", ROOT / "tools" / "operations_table.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.OUT.read_text() == mod.render(), "run python tools/operations_table.py"
+
+
+#: module path -> why it still imports private names of other d2o modules
+PRIVATE_IMPORTS = {
+    "d2o/runtime/controller.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_calls.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_worker.py": "controller mode's state, being made one object",
+    "d2o/runtime/controller_wire.py": "controller mode's state, being made one object",
+}
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``from d2o.x import _name`` and ``module._name`` of an imported d2o module (private
+    modules of a package, like ``io._common``, are its own business)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mods, out = set(), []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and _absolute(path, n):
+            for a in n.names:
+                mods.add(a.asname or a.name)
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    dotted = f"{_absolute(path, n)[0]}.{a.name}".split(".")
+                    if not (ROOT.joinpath(*dotted).with_suffix(".py")).exists():
+                        out.append(f"{n.lineno}: from {n.module} import {a.name}")
+        elif isinstance(n, ast.Import):
+            mods |= {a.asname or a.name for a in n.names if a.name.split(".")[0] == "d2o"}
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in mods
+            and n.attr.startswith("_")
+            and not n.attr.startswith("__")
+        ):
+            out.append(f"{n.lineno}: {n.value.id}.{n.attr}")
+    return out
+
+
+def test_no_module_uses_private_names_of_another():
+    bad, used = [], set()
+    for path in _modules():
+        rel = str(path.relative_to(ROOT))
+        found = _private_imports(path)
+        if found and rel in PRIVATE_IMPORTS:
+            used.add(rel)
+        elif found:
+            bad += [f"{rel}:{line}" for line in found]
+    assert not bad, "private names of other modules used:\n" + "\n".join(bad)
+    assert used == set(PRIVATE_IMPORTS), f"stale entries: {set(PRIVATE_IMPORTS) - used}"

@@ -11,8 +11,10 @@ from _helpers import Checks, layouts, make, sample
 
 import d2o
 from d2o import default_comm, distributed_data_object
+from d2o.core import hooks
 from d2o.core import trace as tr
 from d2o.core.comm import MPI
+from d2o.core.registry import flagged
 from d2o.layouts.distributors import run_length
 from d2o.layouts.mesh import is_mesh
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
@@ -119,11 +121,9 @@ def test_printing_moves_nothing(comm):
 
 
 def unwrapped(fn) -> bool:
-    """The plain function is back after the trace (the wrappers stay once mesh layouts exist
-    in this process: they run mesh operands on slabs)."""
-    from d2o.runtime import funnel as _funnel
-
-    return _funnel.mesh_in_use[0] or not hasattr(fn, "__d2o_original__")
+    """The operation's flag is down after the trace (it stays up once mesh layouts exist
+    in this process, for operations that run mesh operands on slabs)."""
+    return hooks.mesh_in_use[0] or not flagged(fn)
 
 
 def test_records_nest_and_zero_records(comm):

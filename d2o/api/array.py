@@ -16,15 +16,16 @@ from .. import io as _io
 from ..array.base import ArrayBase, as_shape
 from ..array.base import from_local as _from_local
 from ..core import config as _config
-from ..core.comm import Comm, as_comm
+from ..core.comm import as_comm
 from ..core.errors import agree_gather, agreed, check_gather
 from ..core.librarian import d2o_librarian
+from ..core.registry import marked, operations
 from ..layouts.distributors import (
     STRATEGIES,
     Distributor,
-    _normalize_axis,
+    freeform_distributor,
     get_distributor,
-    slab_distributor,
+    normalize_axis,
 )
 from ..layouts.ghost import width as _halo_width
 from ..layouts.mesh import Layout
@@ -44,6 +45,20 @@ _FLOAT64 = np.dtype(np.float64)
 _FLOAT64_STR = _FLOAT64.str
 
 
+@operations(
+    mesh=True,
+    # properties that make arrays: controller mode sends them (a trace records their calls)
+    properties={"T": {"traced": False}, "mT": {"traced": False}, "real": {"traced": False},
+                "imag": {"traced": False}},
+    rename={"__init__": "distributed_data_object"},
+    namers={
+        "__array_ufunc__": lambda a: a[1].__name__ + ("" if a[2] == "__call__" else f".{a[2]}"),
+        "__array_function__": lambda a: a[1].__name__,
+    },
+    # never communicate, or give the array API's namespace and device: not operations
+    skip={"__reduce__", "__len__", "__array_namespace__", "to_device", "__dlpack__",
+          "__dlpack_device__"},
+)  # fmt: skip
 class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801 - the paper's public name
     """A numpy-like array whose data is spread over the ranks of an MPI communicator.
 
@@ -82,6 +97,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __slots__ = ()  # the state is ArrayBase's (d2o.array.base)
 
+    @marked(held="local")
     def __init__(
         self,
         global_data: Any = None,
@@ -148,7 +164,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         elif error is not None:
             raise error
         if piece is not None:
-            dist = _freeform_distributor(c, piece, meta, axis, metas)
+            dist = freeform_distributor(c, piece, meta, axis, metas)
             self.data = piece
         else:
             if metas is not None and any(m != meta for m in metas):
@@ -167,6 +183,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             _ghost.padded(self)  # the ghost cells from the start: local_data stays put
 
     # -- construction helpers ------------------------------------------------
+    @marked(mesh=False, kind="io")
     def save(
         self,
         alias: Any,
@@ -187,10 +204,12 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         except FileExistsError as exc:  # agreed on every rank; the original API's type
             raise ValueError(str(exc)) from None
 
+    @marked(mesh=False, kind="io")
     def to_hdf5(self, path: Any, dataset: str, **kwargs: Any) -> None:
         """Collective: write as an HDF5 dataset (see `d2o.to_hdf5`)."""
         return _io.to_hdf5(self, path, dataset, **kwargs)
 
+    @marked(mesh=False, kind="io")
     def to_zarr(self, path: Any, **kwargs: Any) -> None:
         """Collective: write as a Zarr v3 array (see `d2o.to_zarr`)."""
         return _io.to_zarr(self, path, **kwargs)
@@ -340,11 +359,13 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             raise TypeError("len() of unsized object")
         return self.distributor.global_shape[0]
 
+    @marked(kind="local", communicates=False)
     def __repr__(self) -> str:
         return "<distributed_data_object>\n" + repr(self.data)
 
     __str__ = __repr__
 
+    @marked(mesh=False)
     def __bool__(self) -> bool:
         if self.size != 1:
             raise ValueError(
@@ -388,12 +409,15 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
         return d2o.numpy
 
+    @marked(mesh=False)
     def __float__(self) -> float:
         return float(self._element("float"))
 
+    @marked(mesh=False)
     def __int__(self) -> int:
         return int(self._element("int"))
 
+    @marked(mesh=False)
     def __complex__(self) -> complex:
         return complex(self._element("complex"))
 
@@ -418,6 +442,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         raise TypeError("distributed_data_object cannot be pickled; use get_full_data()")
 
     # -- local data ----------------------------------------------------------
+    @marked(held="local", traced=False, kind="local", communicates=False)
     def get_local_data(self, copy: bool = True, halos: bool = False) -> np.ndarray:
         """This rank's piece (a copy, or the array itself with ``copy=False``). Local.
 
@@ -429,6 +454,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             return buf.copy() if copy else buf
         return self.data.copy() if copy else self.data
 
+    @marked(held="local", traced=False, kind="local", communicates=False)
     def set_local_data(self, data: Any, copy: bool = False) -> None:
         """Replace this rank's piece; it must broadcast to ``local_shape``. Local.
 
@@ -488,6 +514,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         full = self.get_full_data()
         return full if dtype is None else full.astype(dtype, copy=False)
 
+    @marked(mesh=False)
     def set_full_data(self, data: Any) -> None:
         """Replace the whole array by ``data`` (the same on every rank); each rank keeps its part.
 
@@ -542,6 +569,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
                 return d.slabs_like(d.global_shape, ax, "freeform")
             return get_distributor(strategy, d.global_shape, d.comm, ax)
 
+    @marked(mesh=False)
     def redistribute(self, axis: int) -> distributed_data_object:
         """A copy distributed along ``axis`` (caput's name); a global transpose if it changes.
 
@@ -641,10 +669,12 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
+    @marked(held="native")
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
+    @marked(held="local")
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
         """numpy functions d2o implements (d2o.ops.special.HANDLED); TypeError for others."""
         return _dispatch.array_function(self, func, types, args, kwargs)
@@ -692,16 +722,20 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         return _original.apply_generator(self, generator, copy)
 
     # -- indexing (d2o.ops.indexing): see its module notes for what communicates ------------
+    @marked(kind="indexing")
     def __getitem__(self, key: Any) -> Any:
         return _indexing.getitem(self, key)
 
+    @marked(kind="indexing")
     def __setitem__(self, key: Any, value: Any) -> None:
         _indexing.setitem(self, key, value)
 
+    @marked(mesh=False, kind="indexing")
     def get_data(self, key: Any, local_keys: bool = False, copy: bool = True, **kwargs: Any) -> Any:
         """Collective: ``self[key]``, or with ``local_keys`` each rank's own key (paper's API)."""
         return _indexing.get_data(self, key, local_keys=local_keys, copy=copy, **kwargs)
 
+    @marked(mesh=False, kind="indexing")
     def set_data(
         self, data: Any, to_key: Any, from_key: Any = None, local_keys: bool = False,
         **kwargs: Any,
@@ -710,6 +744,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         _indexing.set_data(self, data, to_key, from_key, local_keys, **kwargs)
 
     # -- iteration -----------------------------------------------------------
+    @marked(mesh=False)
     def __iter__(self) -> Iterator:
         """Collective: iterate over the first axis, moving data in large chunks.
 
@@ -745,7 +780,7 @@ def _axis_or_zero(axis: int, ndim: int) -> int:
         return 0
     if type(axis) is int and 0 <= axis < ndim:  # the common case, without the checks
         return axis
-    return _normalize_axis(axis, ndim)
+    return normalize_axis(axis, ndim)
 
 
 def _retarget(src: Distributor, dst: Distributor) -> Distributor:
@@ -753,22 +788,3 @@ def _retarget(src: Distributor, dst: Distributor) -> Distributor:
     if src.comm is not dst.comm:
         raise ValueError("the data lives on another communicator")
     return dst
-
-
-def _freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Distributor:
-    ax = _normalize_axis(axis, piece.ndim)
-    if metas is None:
-        metas = c.allgather(meta) if c.size > 1 else [meta]
-    shapes = [m[0] for m in metas]
-    dtypes = {m[1] for m in metas}
-    others = {s[:ax] + s[ax + 1 :] for s in shapes}
-    if len(others) != 1 or len({len(s) for s in shapes}) != 1 or len(dtypes) != 1:
-        raise ValueError(
-            f"'freeform' local pieces must agree in dtype and in every dimension but axis {ax}; "
-            f"got shapes {shapes} and dtypes {sorted(dtypes)}"
-        )
-    lengths = [s[ax] for s in shapes]
-    offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
-    gshape = list(piece.shape)
-    gshape[ax] = offsets[-1]
-    return slab_distributor(tuple(gshape), c, ax, offsets, "freeform")

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.hooks import mesh_in_use
+from ..core.registry import operation_of
 from ..ops import fft as _fft
 from ..ops.special import HANDLED
 
@@ -29,8 +30,7 @@ def _namespace_impl(func: Callable) -> Callable | None:
     name = getattr(func, "__name__", "")
     for np_mod, ours in ((np, d2o.numpy), (np.linalg, d2o.numpy.linalg), (np.fft, _fft)):
         if getattr(np_mod, name, None) is func:
-            impl = getattr(ours, name, None)
-            return getattr(impl, "__d2o_original__", impl)
+            return getattr(ours, name, None)
     return None
 
 
@@ -43,7 +43,11 @@ def array_function(self: Any, func: Callable, types: tuple, args: tuple, kwargs:
             f"numpy.{func.__name__} is not implemented for distributed_data_object; "
             "use obj.get_full_data() to gather the array explicitly"
         )
-    if func in _LOCAL or func in _MESH_ALGORITHM or not mesh_in_use[0]:
+    op = operation_of(impl)  # its plain function: __array_function__ is the operation
+    if op is not None:
+        impl = op.fn
+    native = func in _MESH_ALGORITHM or (op is not None and op.mesh and func not in _VIEWS)
+    if func in _LOCAL or native or not mesh_in_use[0]:
         return impl(*args, **kwargs)
     # no mesh algorithm: mesh operands (views: only 0-d ones) run on slab equivalents;
     # named as the funnel names d2o.numpy's functions, so that those writing into their
@@ -57,5 +61,6 @@ _VIEWS = {getattr(np, n) for n in ("transpose", "swapaxes", "moveaxis", "real", 
           "rollaxis", "flip", "fliplr", "flipud", "rot90", "matrix_transpose") if hasattr(np, n)}  # fmt: skip
 #: numpy functions that ask questions every layout answers locally
 _LOCAL = {np.shape, np.ndim, np.size, np.shares_memory, np.may_share_memory}
-#: numpy functions whose implementation has its own mesh algorithm (`d2o.ops.linalg`)
+#: numpy functions whose HANDLED implementation has its own mesh algorithm (`d2o.ops.linalg`);
+#: the others are native where their operation says so (``Operation.mesh``)
 _MESH_ALGORITHM = {np.dot}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.registry import marked, operations
 from ..ops import flat as _flat
 from ..ops import linalg as _linalg
 from ..ops import original as _original
@@ -21,7 +22,7 @@ from ..ops import reductions as _reductions
 from ..ops import shape as _shape_ops
 from ..ops import special as _special
 from . import ndarray as _ndarray
-from .ndarray import _table
+from .ndarray import numpy_impl
 
 if TYPE_CHECKING:
     from .array import distributed_data_object
@@ -29,52 +30,66 @@ if TYPE_CHECKING:
 __all__ = ["NumpyMethods"]
 
 
+# Methods that work on the array itself (views of its pieces, writes into it, its shape
+# changed in place) are no operations: the mesh fallback must not run them on a slab
+# copy; the public operations they call are recorded and checked.
+@operations(properties={"local_array": {"traced": False}}, skip={"view", "getfield", "setfield", "setflags", "byteswap", "resize", "put",
+                  "partition"})  # fmt: skip
 class NumpyMethods:
     """numpy's ndarray methods on distributed arrays (a mixin of the public class)."""
 
     __slots__ = ()
 
     # -- reductions (d2o.ops.reductions): partials combined among the ranks that split an axis
+    @marked(mesh=True, kind="reduction")
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``sum`` over the global array."""
         return _reductions.reduce(self, "sum", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``prod`` over the global array."""
         return _reductions.reduce(self, "prod", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nansum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nansum`` over the global array."""
         return _reductions.reduce(self, "nansum", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def max(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``max`` over the global array."""
         return _reductions.reduce(self, "max", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def min(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``min`` over the global array."""
         return _reductions.reduce(self, "min", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nanmax(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmax`` over the global array."""
         return _reductions.reduce(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def nanmin(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmin`` over the global array."""
         return _reductions.reduce(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def any(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``any`` over the global array."""
         return _reductions.reduce(self, "any", axis, dtype, out, keepdims, **kwargs)
 
+    @marked(mesh=True, kind="reduction")
     def all(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``all`` over the global array."""
@@ -83,25 +98,30 @@ class NumpyMethods:
     amax = max
     amin = min
 
+    @marked(mesh=True, kind="reduction")
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the arithmetic mean (numpy's dtypes)."""
         return _reductions.mean(self, axis, dtype, out, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
             keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the variance."""
         return _reductions.var(self, axis, dtype, out, ddof, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
             keepdims: bool = False) -> Any:  # fmt: skip
         """Collective: the standard deviation."""
         return _reductions.std(self, axis, dtype, out, ddof, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmax`` (flat index without ``axis``)."""
         return _reductions.arg(self, "argmax", axis, out, keepdims)
 
+    @marked(mesh=True, kind="reduction")
     def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmin`` (flat index without ``axis``)."""
         return _reductions.arg(self, "argmin", axis, out, keepdims)
@@ -128,44 +148,48 @@ class NumpyMethods:
 
     # -- numpy's other ndarray methods: d2o.numpy's functions (its dispatch table) --------
 
+    @marked(mesh=True)
     def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:  # noqa: A002
         """numpy's ``clip`` (element-wise, local)."""
-        return _table("clip")(self, min, max, out=out)
+        return numpy_impl("clip")(self, min, max, out=out)
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         """numpy's ``round`` (element-wise, local)."""
-        return _table("round")(self, decimals=decimals, out=out)
+        return numpy_impl("round")(self, decimals=decimals, out=out)
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
         """numpy's in-place ``sort`` along an axis (axis-local; see d2o.numpy.sort)."""
-        self[...] = _table("sort")(self, axis=axis, kind=kind, order=order)
+        self[...] = numpy_impl("sort")(self, axis=axis, kind=kind, order=order)
 
     def argsort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
                 stable: Any = None) -> Any:  # fmt: skip
         """numpy's ``argsort`` along an axis (axis-local; see d2o.numpy.argsort)."""
-        return _table("argsort")(self, axis=axis, kind=kind, order=order, stable=stable)
+        return numpy_impl("argsort")(self, axis=axis, kind=kind, order=order, stable=stable)
 
     def squeeze(self, axis: Any = None) -> distributed_data_object:
         """numpy's ``squeeze``: a view."""
-        return _table("squeeze")(self, axis=axis)
+        return numpy_impl("squeeze")(self, axis=axis)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         """numpy's ``diagonal`` (a copy; local for 2-d slabs)."""
-        return _table("diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
+        return numpy_impl("diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
               out: Any = None) -> Any:  # fmt: skip
         """numpy's ``trace``: the diagonal's sum."""
-        return _table("trace")(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
+        return numpy_impl("trace")(
+            self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out
+        )
 
     def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
         """numpy's ``take`` (distributed fancy indexing)."""
-        return _table("take")(self, indices, axis=axis, out=out, mode=mode)
+        return numpy_impl("take")(self, indices, axis=axis, out=out, mode=mode)
 
     def repeat(self, repeats: Any, axis: Any = None) -> Any:
         """numpy's ``repeat`` along an axis (axis-local)."""
-        return _table("repeat")(self, repeats, axis=axis)
+        return numpy_impl("repeat")(self, repeats, axis=axis)
 
+    @marked(communicates=False)
     def fill(self, value: Any) -> None:
         """numpy's ``fill``: every rank fills its piece; local."""
         self.data[...] = value
@@ -207,11 +231,11 @@ class NumpyMethods:
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         """numpy's ``put``: ``self.flat[indices] = values`` (see d2o.numpy.put; numpy
         indices write without moving anything)."""
-        _table("put")(self, indices, values, mode=mode)
+        numpy_impl("put")(self, indices, values, mode=mode)
 
     def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
         """numpy's ``searchsorted`` into this sorted 1-d array (see d2o.numpy.searchsorted)."""
-        return _table("searchsorted")(self, v, side=side, sorter=sorter)
+        return numpy_impl("searchsorted")(self, v, side=side, sorter=sorter)
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
                   order: Any = None) -> None:  # fmt: skip
@@ -221,15 +245,15 @@ class NumpyMethods:
     def argpartition(self, kth: Any, axis: Any = -1, kind: str = "introselect",
                      order: Any = None) -> Any:  # fmt: skip
         """numpy's ``argpartition`` (see d2o.numpy.argpartition)."""
-        return _table("argpartition")(self, kth, axis=axis, kind=kind, order=order)
+        return numpy_impl("argpartition")(self, kth, axis=axis, kind=kind, order=order)
 
     def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
         """numpy's ``compress``: a boolean index (see d2o.numpy.compress)."""
-        return _table("compress")(condition, self, axis=axis, out=out)
+        return numpy_impl("compress")(condition, self, axis=axis, out=out)
 
     def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Any:
         """numpy's ``choose`` with this array as the index (element-wise, operands aligned)."""
-        return _table("choose")(self, choices, out=out, mode=mode)
+        return numpy_impl("choose")(self, choices, out=out, mode=mode)
 
     # -- numpy's ndarray methods of d2o.ops.ndarray: flat, views, resize, exports, the piece's
     @property
@@ -295,21 +319,26 @@ class NumpyMethods:
         return self.data.ctypes
 
     # -- matrix products (d2o.ops.linalg) ----------------------------------------------------
+    @marked(mesh=True, kind="linalg")
     def __matmul__(self, other: Any) -> Any:
         return _linalg.matmul(self, other)
 
+    @marked(mesh=True, kind="linalg")
     def __rmatmul__(self, other: Any) -> Any:
         return _linalg.matmul(other, self)
 
+    @marked(mesh=True, kind="linalg")
     def dot(self, other: Any) -> Any:
         """Collective: numpy's ``dot`` for 1-d and 2-d operands."""
         return _linalg.dot(self, other)
 
     # -- shapes (d2o.ops.shape, d2o.ops.reductions.ravel) -----------------------------------
+    @marked(mesh=True, kind="view")
     def transpose(self, *axes: Any) -> distributed_data_object:
         """The array with permuted axes (local: the layout is permuted with it)."""
         return _shape_ops.transpose(self, *axes)
 
+    @marked(mesh=True, kind="view")
     def swapaxes(self, axis1: int, axis2: int) -> distributed_data_object:
         """The array with two axes interchanged; local."""
         return _shape_ops.swapaxes(self, axis1, axis2)
@@ -341,6 +370,7 @@ class NumpyMethods:
         """This rank's piece itself (caput's ``local_array``; no copy)."""
         return self.data
 
+    @marked(mesh=True, kind="local", communicates=False)
     def enumerate(self, axis: int) -> Iterator[tuple[int, int]]:
         """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
         return _shape_ops.enumerate_local(self, axis)

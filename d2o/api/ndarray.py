@@ -41,7 +41,7 @@ def partition(x: D2O, kth: Any, axis: Any, kind: str, order: Any) -> None:
     """numpy's in-place ``partition``: d2o.numpy's ``partition`` (of the slab equivalent
     of a mesh layout), written back into ``x``."""
     src = as_slab(x) if is_mesh(x.distributor) else x
-    x[...] = _table("partition")(src, kth, axis=operator.index(axis), kind=kind, order=order)
+    x[...] = numpy_impl("partition")(src, kth, axis=operator.index(axis), kind=kind, order=order)
 
 
 # -- view, resize ---------------------------------------------------------------------
@@ -212,7 +212,7 @@ def setflags(x: D2O, write: Any = None, align: Any = None, uic: Any = None) -> N
         x.data.setflags(write=write, align=align, uic=uic)
 
 
-def _table(name: str) -> Any:
+def numpy_impl(name: str) -> Any:
     """d2o.numpy's implementation of ``name`` (its dispatch table, imported on first use)."""
     from ..numpy.table import implementation
 

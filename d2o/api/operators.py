@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.registry import RUN as _RUN
+from ..core.registry import Operation, declare_op, operations
 from ..ops import ufuncs as _ufuncs
 
 __all__ = ["Operators"]
@@ -67,31 +69,75 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
     return f
 
 
+def _declared(name: str, plain: Callable) -> Operation:
+    """The operation of the generated method ``name`` (`d2o.core.registry`): native on
+    meshes and 0-d views; the method tests its flag itself, so that no trampoline holds
+    a reference to the operands (temporaries are reused by their reference counts)."""
+    return declare_op(plain, name, ("c", __name__, "Operators", name), kind="elementwise",
+                      mesh=True, held="native")  # fmt: skip
+
+
 def _make_binary(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def method(self: Any, other: Any) -> Any:
+    def plain(self: Any, other: Any) -> Any:
         return _binary(self, other, ufunc, pyop)
 
+    op = _declared(f"__{name}__", plain)
+    on = op.on
+
+    def method(self: Any, other: Any) -> Any:
+        if on[0]:
+            return _RUN[0](op, (self, other), {})
+        return _binary(self, other, ufunc, pyop)
+
+    method.__d2o_operation__ = op  # type: ignore[attr-defined]
     return _named(method, f"__{name}__", f"``self {name} other``: numpy's ``{ufunc.__name__}``.")
 
 
 def _make_reflected(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def method(self: Any, other: Any) -> Any:
+    def plain(self: Any, other: Any) -> Any:
         return _reflected(self, other, ufunc, pyop)
 
+    op = _declared(f"__r{name}__", plain)
+    on = op.on
+
+    def method(self: Any, other: Any) -> Any:
+        if on[0]:
+            return _RUN[0](op, (self, other), {})
+        return _reflected(self, other, ufunc, pyop)
+
+    method.__d2o_operation__ = op  # type: ignore[attr-defined]
     return _named(method, f"__r{name}__", f"``other {name} self``: numpy's ``{ufunc.__name__}``.")
 
 
 def _make_inplace(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def method(self: Any, other: Any) -> Any:
+    def plain(self: Any, other: Any) -> Any:
         return _inplace(self, other, ufunc, pyop)
 
+    op = _declared(f"__i{name}__", plain)
+    on = op.on
+
+    def method(self: Any, other: Any) -> Any:
+        if on[0]:
+            return _RUN[0](op, (self, other), {})
+        return _inplace(self, other, ufunc, pyop)
+
+    method.__d2o_operation__ = op  # type: ignore[attr-defined]
     return _named(method, f"__i{name}__", f"``self {name}= other``, in this array's layout.")
 
 
 def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
-    def method(self: Any) -> Any:
+    def plain(self: Any) -> Any:
         return _unary(self, ufunc)
 
+    op = _declared(f"__{name}__", plain)
+    on = op.on
+
+    def method(self: Any) -> Any:
+        if on[0]:
+            return _RUN[0](op, (self,), {})
+        return _unary(self, ufunc)
+
+    method.__d2o_operation__ = op  # type: ignore[attr-defined]
     return _named(method, f"__{name}__", f"numpy's ``{ufunc.__name__}``; local.")
 
 
@@ -107,11 +153,15 @@ def _operator_methods() -> dict[str, Callable]:
     return methods
 
 
+_METHODS = _operator_methods()
+
+
+@operations(mesh=True, skip=set(_METHODS))
 class Operators:
     """Python's operators on distributed arrays (a mixin of the public class)."""
 
     __slots__ = ()
-    locals().update(_operator_methods())
+    locals().update(_METHODS)
 
     if TYPE_CHECKING:  # what type checkers see of the generated methods above
 

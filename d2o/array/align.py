@@ -27,7 +27,7 @@ __all__ = ["align", "align_out", "align_parts", "result_layout", "SCALARS"]
 SCALARS = (int, float, complex, bool, np.generic)
 
 
-def _shape_of(x: Any) -> tuple:
+def shape_of(x: Any) -> tuple:
     return x.shape if isinstance(x, D2O) else np.shape(x)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core import trace as _trace
 from ..core.errors import agree
 from ..layouts.distributors import HeldScalar
 from ..layouts.mesh import MeshDistributor, slab_equivalent
@@ -84,9 +85,12 @@ def on_slabs(fn: Callable, name: str, args: tuple, kwargs: dict, held_only: bool
 
 def as_slab(x: Any) -> Any:
     """``x`` itself, or for an array of a mesh layout a copy on `slab_equivalent` (one
-    exchange, counted by the trace)."""
+    exchange, counted by the trace; the operation's record counts it in ``via_slab``)."""
     if isinstance(x, D2O) and type(x.distributor) in (MeshDistributor, HeldScalar):
         d = x.distributor
         target = slab_equivalent(d)
+        rec = _trace.current[0]
+        if rec is not None:  # the trace says that this operation went the slab way
+            rec.via_slab += 1
         return _from_local(redistribute(x.data, d, target), target)
     return x

@@ -17,7 +17,7 @@ from typing import Any
 
 from .base import ArrayBase
 
-__all__ = ["find_arrays", "substitute"]
+__all__ = ["find_arrays", "any_array", "substitute"]
 
 
 def find_arrays(values: Any) -> list:
@@ -26,6 +26,21 @@ def find_arrays(values: Any) -> list:
     out: list = []
     _collect(values, out)
     return out
+
+
+def any_array(args: tuple, kwargs: dict) -> bool:
+    """Whether a call's arguments hold a distributed array (the first one met ends the
+    search; a distributed first argument costs one type test)."""
+    for v in args:
+        if isinstance(v, ArrayBase) or (type(v) in _CONTAINERS and find_arrays(v)):
+            return True
+    for v in kwargs.values():
+        if isinstance(v, ArrayBase) or (type(v) in _CONTAINERS and find_arrays(v)):
+            return True
+    return False
+
+
+_CONTAINERS = (list, tuple, dict)
 
 
 def _collect(v: Any, out: list) -> None:

@@ -509,7 +509,7 @@ def free_types(types: list) -> None:
 
 
 _COMMS: list[Comm] = []
-_SERIAL = Comm(None)
+SERIAL = Comm(None)
 
 
 def as_comm(comm: Any = None) -> Comm:
@@ -519,7 +519,7 @@ def as_comm(comm: Any = None) -> Comm:
     if isinstance(comm, Comm):
         return comm
     if MPI is None:
-        return _SERIAL
+        return SERIAL
     for c in _COMMS:
         if c.mpi is comm or (c.mpi == comm):
             return c
@@ -535,7 +535,7 @@ def default_comm() -> Comm:
     """The communicator used when none is given: COMM_WORLD, or the serial stand-in."""
     if _DEFAULT:
         return _DEFAULT[0]
-    _DEFAULT.append(_SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
+    _DEFAULT.append(SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
     return _DEFAULT[0]
 
 

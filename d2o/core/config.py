@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import hooks
+from .registry import operation
 
 __all__ = ["set_options", "options", "get_option"]
 
@@ -59,7 +60,8 @@ _VALID: dict[str, tuple] = {
 #: The default ``hang_timeout`` (seconds): generous, since a legitimate program may keep
 #: the other ranks waiting while one rank computes alone.
 HANG_TIMEOUT = 1800.0
-_OPTIONS: dict[str, Any] = {
+#: The options now (read on hot paths as a plain dict; change them with `set_options`).
+OPTIONS: dict[str, Any] = {
     "gather": "allow",
     "check_args": False,
     "fallback_limit": 16 << 20,
@@ -117,6 +119,7 @@ def _timeout_from_env(text: str) -> float | None:
     return value
 
 
+@operation(traced=False)
 def set_options(**kwargs: Any) -> None:
     """Set d2o's options for this process.
 
@@ -170,15 +173,15 @@ def set_options(**kwargs: Any) -> None:
     """
     for name, value in kwargs.items():
         _check(name, value)
-    _OPTIONS.update(kwargs)
+    OPTIONS.update(kwargs)
     hooks.fire("modes")  # the runtime installs or removes its wrappers
 
 
 def get_option(name: str) -> Any:
     """The current value of option ``name`` on this process."""
-    if name not in _OPTIONS:
+    if name not in OPTIONS:
         raise ValueError(f"unknown d2o option {name!r}; the options are {', '.join(_VALID)}")
-    return _OPTIONS[name]
+    return OPTIONS[name]
 
 
 @contextlib.contextmanager
@@ -194,7 +197,7 @@ def options(**kwargs: Any) -> Iterator[None]:
     """
     for name, value in kwargs.items():
         _check(name, value)
-    saved = {k: _OPTIONS[k] for k in kwargs}
+    saved = {k: OPTIONS[k] for k in kwargs}
     set_options(**kwargs)  # (in controller mode, `d2o.run`, a command to every rank)
     try:
         yield
@@ -205,14 +208,14 @@ def options(**kwargs: Any) -> Iterator[None]:
 _env_gather = os.environ.get("D2O_GATHER")
 if _env_gather:
     _check("gather", _env_gather)
-    _OPTIONS["gather"] = _env_gather
-_OPTIONS["check_args"] = os.environ.get("D2O_CHECK_ARGS", "0").strip().lower() in (
+    OPTIONS["gather"] = _env_gather
+OPTIONS["check_args"] = os.environ.get("D2O_CHECK_ARGS", "0").strip().lower() in (
     "1",
     "true",
     "yes",
     "on",
 )
-_OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().lower() not in (
+OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().lower() not in (
     "0",
     "false",
     "no",
@@ -220,4 +223,4 @@ _OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().l
 )
 _env_timeout = os.environ.get("D2O_HANG_TIMEOUT")
 if _env_timeout:
-    _OPTIONS["hang_timeout"] = _timeout_from_env(_env_timeout)
+    OPTIONS["hang_timeout"] = _timeout_from_env(_env_timeout)

@@ -328,7 +328,7 @@ def check_gather(comm: Comm, what: str, onto: str = "every rank") -> None:
     gather that follows moves a whole array anyway), so ranks whose options
     differ all raise together instead of leaving some waiting.
     """
-    mode = _config._OPTIONS["gather"]
+    mode = _config.OPTIONS["gather"]
     error = None
     if mode == "raise":
         op = _trace.current[0]

@@ -37,6 +37,9 @@ class Record:
     fallback : str or None
         The numpy function that ran on gathered operands (`d2o.numpy`'s bounded
         fallback), None when none did.
+    via_slab : int
+        Operands of process-mesh layouts it moved to their slab equivalents because it
+        has no algorithm of its own for them (`d2o.array.slabs`); 0 when none.
     """
 
     __slots__ = (
@@ -48,6 +51,7 @@ class Record:
         "temp_bytes",
         "gathers",
         "fallback",
+        "via_slab",
     )
 
     def __init__(self, op: str) -> None:
@@ -59,6 +63,7 @@ class Record:
         self.temp_bytes = 0
         self.gathers = 0
         self.fallback = None
+        self.via_slab = 0
 
     def __repr__(self) -> str:
         return (
@@ -66,6 +71,7 @@ class Record:
             f"bytes_sent={self.bytes_sent}, bytes_received={self.bytes_received}, "
             f"max_group={self.max_group}, temp_bytes={self.temp_bytes}, gathers={self.gathers}"
             + ("" if self.fallback is None else f", fallback={self.fallback!r}")
+            + (f", via_slab={self.via_slab}" if self.via_slab else "")
             + ")"
         )
 

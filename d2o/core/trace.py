@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from . import hooks
-from .comm import _SERIAL, as_comm
+from .comm import SERIAL, as_comm
 from .records import OUTSIDE, Record, active, current, note, note_temp  # noqa: F401
 
 __all__ = ["trace", "Trace", "Record", "note", "note_temp", "active"]
@@ -83,7 +83,7 @@ class Trace:
         """
         import sys
 
-        c = _SERIAL if hooks.role[0] == "controller" else as_comm(comm)
+        c = SERIAL if hooks.role[0] == "controller" else as_comm(comm)
         saved = active[:]
         del active[:]  # the report's own allgather is not part of the trace
         try:

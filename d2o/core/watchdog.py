@@ -122,8 +122,9 @@ def _operation(frame: FrameType) -> str:
         return f"numpy.{getattr(local['func'], '__name__', '?')}"
     if code.co_name == "__array_ufunc__" and "ufunc" in local:
         return f"numpy.{getattr(local['ufunc'], '__name__', '?')}"
-    if code.co_name in ("funnel", "body") and isinstance(local.get("name"), str):
-        return local["name"]  # the wrapper of checked mode, a trace or controller mode
+    op = local.get("op") if code.co_name in ("run", "body") else None
+    if isinstance(getattr(op, "name", None), str):
+        return op.name  # the runtime's handling of a flagged call (checked mode, a trace)
     if frame.f_globals.get("__name__", "").startswith("d2o.api."):
         return name.rsplit(".", 1)[-1]  # a method of the public class or one of its mixins
     return name
@@ -287,7 +288,7 @@ def _run() -> None:
     while not _STATE.stop.wait(_TICK):
         if MPI.Is_finalized():
             return
-        timeout = _config._OPTIONS["hang_timeout"]
+        timeout = _config.OPTIONS["hang_timeout"]
         key = None if timeout is None else _waiting()
         now = time.monotonic()
         if key is None or key != seen:
@@ -365,14 +366,14 @@ def _abort_with(exc_type: type, exc: BaseException, tb: Any, where: str) -> None
 
 
 def _excepthook(exc_type: type, exc: BaseException, tb: Any) -> None:
-    if _config._OPTIONS["abort_on_error"] and not MPI.Is_finalized():
+    if _config.OPTIONS["abort_on_error"] and not MPI.Is_finalized():
         _abort_with(exc_type, exc, tb, "in the main thread")
     _PREVIOUS["sys"](exc_type, exc, tb)
 
 
 def _thread_hook(args: Any) -> None:
     if (
-        _config._OPTIONS["abort_on_error"]
+        _config.OPTIONS["abort_on_error"]
         and args.exc_type is not SystemExit
         and not MPI.Is_finalized()
     ):

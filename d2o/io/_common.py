@@ -17,7 +17,7 @@ import numpy as np
 from ..array.base import from_local as _from_local
 from ..core.comm import Comm
 from ..core.errors import agree, agree_gather, agreed
-from ..layouts.distributors import STRATEGIES, Distributor, _normalize_axis, get_distributor
+from ..layouts.distributors import STRATEGIES, Distributor, get_distributor, normalize_axis
 from ..layouts.mesh import Layout, slab_equivalent
 from ..move.redistribution import redistribute
 
@@ -59,7 +59,7 @@ def layout(strategy: Any, shape: tuple, comm: Comm, axis: int = 0) -> Distributo
     shape = tuple(int(n) for n in shape)
     if not shape:
         return get_distributor("not", shape, comm, 0)
-    ax = _normalize_axis(axis, len(shape))
+    ax = normalize_axis(axis, len(shape))
     if strategy == "freeform":
         d = get_distributor("equal", shape, comm, ax)
         return d.slabs_like(shape, ax, "freeform")

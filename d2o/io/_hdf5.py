@@ -23,6 +23,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..core.comm import as_comm
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import Distributor
 from ._common import (
     Selection,
@@ -61,6 +62,7 @@ def parallel_hdf5(comm) -> bool:
 
 
 # -- read ---------------------------------------------------------------------
+@operation(kind="io")
 def from_hdf5(
     path_or_group: Any,
     dataset: str,
@@ -121,6 +123,7 @@ def from_hdf5(
 
 
 # -- write --------------------------------------------------------------------
+@operation(kind="io")
 def to_hdf5(
     obj: D2O,
     path: Any,

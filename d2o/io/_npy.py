@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
-from ..core.comm import MPI, Comm, as_comm, os_error
+from ..core.comm import Comm, as_comm
 from ..core.errors import agreed
+from ..core.mpiio import ArrayFile
+from ..core.registry import operation
 from ..layouts.distributors import Distributor
 from ..layouts.mesh import Layout
 from . import _common
@@ -95,6 +97,7 @@ def _rounds(counts: list[int], per_block: int) -> int:
 
 
 # -- save ---------------------------------------------------------------------
+@operation(kind="io")
 def save(path: Any, obj: D2O, overwrite: bool = False) -> None:
     """Collective: write ``obj`` to the ``.npy`` file ``path`` (C order), no gathering.
 
@@ -198,53 +201,21 @@ def _save_serial(tmp: str, header: bytes, data: np.ndarray) -> None:
             f.write(memoryview(block).cast("B"))
 
 
-def _byte_type(itemsize: int, created: list):
-    t = MPI.BYTE.Create_contiguous(itemsize).Commit()
-    created.append(t)
-    return t
-
-
-def _view(fh, disp: int, base, dist_shape: tuple, box, order, created: list) -> None:
-    """Collective: set this rank's file view to its ``box`` of the array at ``disp``."""
-    if box is None or _count(box) == 0:
-        fh.Set_view(disp, base, base)
-        return
-    sizes = list(dist_shape)
-    subsizes = [b - a for a, b in box]
-    starts = [a for a, _ in box]
-    if not sizes:  # 0-d: one element
-        fh.Set_view(disp, base, base)
-        return
-    ft = base.Create_subarray(sizes, subsizes, starts, order=order).Commit()
-    created.append(ft)
-    fh.Set_view(disp, base, ft)
-
-
 def _save_mpi(tmp: str, header: bytes, data: np.ndarray, dist: Distributor, c: Comm) -> None:
-    created: list = []
-    try:
-        fh = MPI.File.Open(c.mpi, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE)
-    except MPI.Exception as exc:
-        raise os_error(exc, tmp) from None
-    try:
+    with ArrayFile(c, tmp, "w") as f:
         if c.rank == 0:
-            fh.Write_at(0, header)
-        base = _byte_type(data.itemsize, created)
+            f.write_header(header)
         box = _box_of(dist, c.rank)
-        _view(fh, len(header), base, dist.global_shape, box, MPI.ORDER_C, created)
+        f.view(len(header), data.itemsize, dist.global_shape, box, fortran=False)
         per_block = max(1, _common.BUFFER_BYTES // max(1, data.itemsize))
         rounds = _rounds([_count(_box_of(dist, r)) for r in range(c.size)], per_block)
         mine = data if _count(box) else data.reshape(-1)[:0]
         for lo, block in _flat_blocks(mine, per_block, rounds):
-            fh.Write_at_all(lo, [block, block.size, base])
-            c.note_call()
-    finally:
-        fh.Close()
-        for t in created:
-            t.Free()
+            f.write_all(lo, block)
 
 
 # -- load ---------------------------------------------------------------------
+@operation(kind="io")
 def load(path: Any, distribution_strategy: str = "equal", axis: int = 0, comm: Any = None) -> D2O:
     """Collective: read a ``.npy`` file, every rank reading only its own part.
 
@@ -357,16 +328,8 @@ def _load_serial(path, shape, dtype, offset, order, dist) -> np.ndarray:
 
 
 def _load_mpi(path: str, local: np.ndarray, dist: Distributor, offset: int, fortran: bool, c):
-    created: list = []
-    try:
-        fh = MPI.File.Open(c.mpi, path, MPI.MODE_RDONLY)
-    except MPI.Exception as exc:
-        raise os_error(exc, path) from None
-    try:
-        base = _byte_type(local.itemsize, created)
-        box = dist.region(c.rank)
-        order = MPI.ORDER_FORTRAN if fortran else MPI.ORDER_C
-        _view(fh, offset, base, dist.global_shape, box, order, created)
+    with ArrayFile(c, path, "r") as f:
+        f.view(offset, local.itemsize, dist.global_shape, dist.region(c.rank), fortran)
         # ``local`` is contiguous in the file's order: its flat view is the view's order.
         flat = local.ravel(order="A")
         per_block = max(1, _common.BUFFER_BYTES // max(1, local.itemsize))
@@ -374,10 +337,4 @@ def _load_mpi(path: str, local: np.ndarray, dist: Distributor, offset: int, fort
         n = flat.size
         for i in range(_rounds(counts, per_block)):
             lo, hi = min(n, i * per_block), min(n, (i + 1) * per_block)
-            block = flat[lo:hi]
-            fh.Read_at_all(lo, [block, block.size, base])
-            c.note_call()
-    finally:
-        fh.Close()
-        for t in created:
-            t.Free()
+            f.read_all(lo, flat[lo:hi])

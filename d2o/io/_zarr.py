@@ -19,6 +19,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..core.comm import as_comm
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import Distributor
 from ._common import (
     Selection,
@@ -96,6 +97,7 @@ def aligned_chunks(dist: Distributor, itemsize: int, chunks: Any = None) -> tupl
 
 
 # -- write --------------------------------------------------------------------
+@operation(kind="io")
 def to_zarr(
     obj: D2O,
     path: Any,
@@ -193,6 +195,7 @@ def _write_region(arr, data: np.ndarray, dist: Distributor, chunk_shape: tuple) 
 
 
 # -- read ---------------------------------------------------------------------
+@operation(kind="io")
 def from_zarr(
     path_or_array: Any,
     sel: Any = None,

@@ -37,6 +37,7 @@ __all__ = [
     "STRATEGIES",
     "get_distributor",
     "slab_distributor",
+    "freeform_distributor",
     "equal_lengths",
     "like",
     "fftw_lengths",
@@ -83,10 +84,10 @@ def index_of(box: tuple) -> tuple:
     plain box, an open mesh of index arrays (``np.ix_``) when some axis has several runs."""
     if not any(is_runs(e) for e in box):
         return tuple(slice(a, b) for a, b in box)
-    return np.ix_(*[_indices(e) for e in box])
+    return np.ix_(*[entry_indices(e) for e in box])
 
 
-def _indices(entry: tuple) -> np.ndarray:
+def entry_indices(entry: tuple) -> np.ndarray:
     if not is_runs(entry):
         return np.arange(entry[0], entry[1], dtype=np.intp)
     if not entry:
@@ -315,7 +316,7 @@ _LENGTH_RULES = {"equal": equal_lengths, "fftw": fftw_lengths}
 _CACHE = BoundedCache(4096)
 
 
-def _normalize_axis(axis: int, ndim: int) -> int:
+def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be an integer, got {axis!r}")
     if not -ndim <= axis < ndim:
@@ -360,7 +361,7 @@ def get_distributor(
     else:
         # 'freeform' without local pieces (global data, another layout) takes the 'equal'
         # lengths, labelled 'freeform' (the original D2O's behaviour)
-        ax = _normalize_axis(axis, len(global_shape))
+        ax = normalize_axis(axis, len(global_shape))
         rule = _LENGTH_RULES["equal" if strategy == "freeform" else strategy]
         lengths = rule(global_shape[ax], comm.size)
         offsets = tuple(np.concatenate(([0], np.cumsum(lengths))).tolist())
@@ -387,3 +388,24 @@ def like(dist: Distributor, global_shape: tuple, axis: int | None = None) -> Dis
     if not dist.replicated and global_shape[ax] == dist.global_shape[dist.axis]:
         return dist.slabs_like(global_shape, ax, s)
     return get_distributor("equal", global_shape, dist.comm, ax)
+
+
+def freeform_distributor(c: Comm, piece: np.ndarray, meta, axis, metas) -> Distributor:
+    """The 'freeform' slab layout of local pieces ``piece`` (``meta``: its (shape, dtype);
+    ``metas``: every rank's, or None to allgather them here: one small allgather)."""
+    ax = normalize_axis(axis, piece.ndim)
+    if metas is None:
+        metas = c.allgather(meta) if c.size > 1 else [meta]
+    shapes = [m[0] for m in metas]
+    dtypes = {m[1] for m in metas}
+    others = {s[:ax] + s[ax + 1 :] for s in shapes}
+    if len(others) != 1 or len({len(s) for s in shapes}) != 1 or len(dtypes) != 1:
+        raise ValueError(
+            f"'freeform' local pieces must agree in dtype and in every dimension but axis {ax}; "
+            f"got shapes {shapes} and dtypes {sorted(dtypes)}"
+        )
+    lengths = [s[ax] for s in shapes]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
+    gshape = list(piece.shape)
+    gshape[ax] = offsets[-1]
+    return slab_distributor(tuple(gshape), c, ax, offsets, "freeform")

@@ -36,14 +36,15 @@ import numpy as np
 
 from ..core import hooks
 from ..core.cache import BoundedCache
-from ..core.comm import _SERIAL, Comm, as_comm
+from ..core.comm import SERIAL, Comm, as_comm
 from ..core.keys import jrange
+from ..core.registry import operation
 from .distributors import (
     Box,
     Distributor,
     HeldScalar,
-    _indices,
     as_runs,
+    entry_indices,
     equal_lengths,
     get_distributor,
     index_of,
@@ -144,6 +145,7 @@ class Layout:
 _LAYOUTS: dict = {}
 
 
+@operation(traced=False)
 def layout(
     mesh: Sequence[int] | None = None,
     split: Sequence[int | None] = (0,),
@@ -300,7 +302,7 @@ class MeshDistributor(Distributor):
 
     def global_indices(self, axis: int) -> np.ndarray:
         """The global indices along ``axis`` of this rank's piece, in local order."""
-        return _indices(self.region(self.comm.rank)[axis])
+        return entry_indices(self.region(self.comm.rank)[axis])
 
     def coords_of(self, rank: int) -> tuple:
         """The mesh coordinates of ``rank`` (C order)."""
@@ -459,7 +461,7 @@ def subcomm(d: MeshDistributor, mesh_axes: tuple) -> Comm:
         if size == lay.comm.size:
             sub = lay.comm
         elif size == 1 or lay.comm.mpi is None:
-            sub = _SERIAL
+            sub = SERIAL
         else:
             coords = d.coords
             color = int(np.ravel_multi_index(

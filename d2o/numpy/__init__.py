@@ -17,7 +17,7 @@ from typing import Any as _Any
 
 import numpy as _np
 
-from ..array.walk import find_arrays as _find_arrays
+from ..array.walk import any_array as _any_array
 from ..core import registry as _registry
 from .table import TABLE as _TABLE
 from .table import implementation as _implementation
@@ -32,28 +32,59 @@ __array_api_version__ = "2023.12"
 __array_namespace_info__ = _np.__array_namespace_info__
 
 
+#: numpy functions that handle process meshes themselves (views on every layout, the
+#: matrix products); the others run on slab equivalents of mesh operands.
+_MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_transpose",
+                "moveaxis", "permute_dims", "real", "rollaxis", "rot90", "swapaxes",
+                "transpose", "where", "clip", "astype"}  # fmt: skip
+
+
+#: the registry's kind (`d2o.core.registry.KINDS`) of each class of d2o.numpy's table
+_KINDS = {"ufunc": "elementwise", "local": "elementwise", "reduce": "reduction",
+          "create": "creation", "axis": "axis-local", "join": "joining", "index": "indexing",
+          "view": "view", "sort": "sort", "linalg": "linalg", "meta": "meta",
+          "composed": "composed", "fallback": "fallback"}  # fmt: skip
+
+
 def _dispatcher(name: str):
+    """``d2o.numpy.<name>``, declared an operation (`d2o.core.registry`)."""
     kind, impl = _implementation(name)
     np_func = getattr(_np, name)
+    key = ("f", __name__, name)
+    facts = {"mesh": name in _MESH_NATIVE, "kind": _KINDS.get(kind, "other")}
     if kind in ("create", "ufunc", "meta"):
-        return impl
+        t = _registry.declare(impl, "numpy." + name, key, **facts)
+        t.__name__ = t.__qualname__ = name
+        return t
 
-    def f(*args, **kwargs):
-        if not _find_arrays((args, kwargs)):
+    def plain(*args, **kwargs):
+        if not _any_array(args, kwargs):
             return np_func(*args, **kwargs)
         return impl(*args, **kwargs)
 
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
-    f.__wrapped__ = np_func
-    # controller mode runs calls on numpy data alone on rank 0 (`d2o.runtime.controller`)
-    f.__d2o_numpy_only__ = _numpy_only
+    op = _registry.declare_op(plain, "numpy." + name, key, **facts)
+    on, run = op.on, _registry.RUN
+
+    def f(*args, **kwargs):
+        if on[0]:
+            return run[0](op, args, kwargs)
+        if not _any_array(args, kwargs):
+            return np_func(*args, **kwargs)
+        return impl(*args, **kwargs)
+
+    for g in (f, plain):
+        g.__name__ = name
+        g.__qualname__ = name
+        g.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
+        g.__wrapped__ = np_func
+        # controller mode runs calls on numpy data alone on rank 0 (`d2o.runtime.controller`)
+        g.__d2o_numpy_only__ = _numpy_only
+    f.__d2o_operation__ = op
     return f
 
 
 def _numpy_only(args: tuple, kwargs: dict) -> bool:
-    return not _find_arrays((args, kwargs))
+    return not _any_array(args, kwargs)
 
 
 def _install() -> list:
@@ -75,8 +106,6 @@ def _install() -> list:
 _FUNCTIONS = _install()
 __all__ = [n for n in dir() if not n.startswith("_")]
 
-
-_registry.register_functions(__name__, _FUNCTIONS, prefix="numpy.")
 
 from . import fft, linalg, random  # noqa: E402
 

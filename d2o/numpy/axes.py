@@ -23,9 +23,9 @@ from ..layouts.distributors import get_distributor, slab_distributor
 from ..move.halo import rows_for, slab_rows
 from ..move.redistribution import redistribute
 from ..ops import creation as _creation
-from ..ops.axislocal import _whole_along, axis_local, fallback
+from ..ops.axislocal import axis_local, fallback, whole_along
 from . import composed as _composed
-from .factories import _agreed_axes, _axis, _out_axis_drop, normalize_axis_index
+from .factories import agreed_axes, axis_entry, normalize_axis_index, out_axis_drop
 from .shapes import flip
 
 __all__ = ["fill", "roll", "apply_along_axis", "gradient", "diagonal", "take_along_axis"]
@@ -45,7 +45,7 @@ def roll(a, shift, axis=None):
             return roll(a.ravel(), shift, 0).reshape(a.shape)
     if axis is None or not isinstance(a, D2O):
         return fallback("roll", np.roll, (a, shift), {"axis": axis})
-    core = _agreed_axes(a, axis, allow_duplicate=True)
+    core = agreed_axes(a, axis, allow_duplicate=True)
     d = a.distributor
     if slab_rows(d) and d.axis in core:
         with agreed(d.comm):
@@ -78,7 +78,7 @@ def _roll_split(a, s: int):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """numpy's ``apply_along_axis`` (axis-local: rows of the other axes stay in place)."""
-    (ax,) = _agreed_axes(arr, operator.index(axis))
+    (ax,) = agreed_axes(arr, operator.index(axis))
 
     def out_axis(a: int, res_ndim: int) -> int:
         return a if a < ax else a + res_ndim - arr.ndim
@@ -90,7 +90,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 def gradient(f, *varargs, axis=None, edge_order=1):
     """numpy's ``gradient`` with scalar spacings: one axis-local call per axis."""
-    axes = tuple(range(f.ndim)) if axis is None else _agreed_axes(f, axis)
+    axes = tuple(range(f.ndim)) if axis is None else agreed_axes(f, axis)
     if len(varargs) == 0:
         spacing = [1.0] * len(axes)
     elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
@@ -109,7 +109,7 @@ def _gradient_one(f, k: int, h: Any, edge_order: Any):
     """One axis of ``gradient``: shifted views along a slab's split axis (halo rows only;
     `d2o.numpy.composed.gradient_along`), else axis-local."""
     if (
-        _composed._split_slab_axis(f, k) is not None
+        _composed.split_slab_axis(f, k) is not None
         and edge_order in (1, 2)
         and f.shape[k] >= edge_order + 1
         and f.dtype.kind in "iufc"
@@ -123,7 +123,7 @@ def _gradient_one(f, k: int, h: Any, edge_order: Any):
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """numpy's ``diagonal`` (a copy here): 2-d slabs take the diagonal of their rows or
     columns locally; other arrays act axis-locally over the two axes."""
-    a1, a2 = _agreed_axes(a, (axis1, axis2), allow_duplicate=True)
+    a1, a2 = agreed_axes(a, (axis1, axis2), allow_duplicate=True)
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
 
@@ -137,7 +137,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         and (a1, a2) in ((0, 1), (1, 0))
     ):
         return _slab_diagonal(a, offset if (a1, a2) == (0, 1) else -offset)
-    oa = _out_axis_drop((a1, a2), a.ndim, False)
+    oa = out_axis_drop((a1, a2), a.ndim, False)
     return axis_local("diagonal", lambda p: np.diagonal(p, offset, a1, a2), a, (a1, a2),
                       out_axis=lambda x, n: oa(x, n - 1))  # fmt: skip
 
@@ -169,11 +169,11 @@ def take_along_axis(arr, indices, axis=-1):
         return fallback("take_along_axis", np.take_along_axis, (arr, indices), {"axis": axis})
 
     arr = as_slab(arr)
-    (ax,) = _agreed_axes(arr, axis)
+    (ax,) = agreed_axes(arr, axis)
     idx = indices if isinstance(indices, D2O) else _creation.asarray(indices, dist=False)
     if idx.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    data, d = _whole_along(arr, (ax,))
+    data, d = whole_along(arr, (ax,))
     if d.replicated:
         it = get_distributor("not", idx.shape, d.comm)
     else:
@@ -192,7 +192,7 @@ def take_along_axis(arr, indices, axis=-1):
     )
 
 
-def _descending(f: Callable, indices: bool) -> Callable:
+def with_descending(f: Callable, indices: bool) -> Callable:
     """sort/argsort with the array API's ``descending`` (stable: equal keys keep their
     order, from a stable ascending sort of the reversed axis)."""
 
@@ -216,15 +216,19 @@ def fill(table: dict) -> None:
     for n in ("partition argpartition diff unwrap nancumsum nancumprod "
               "cumulative_sum cumulative_prod").split():  # fmt: skip
         if hasattr(np, n):
-            table[n] = ("axis", _axis(getattr(np, n), n), "along the axis; axis=None (the "
+            table[n] = ("axis", axis_entry(getattr(np, n), n), "along the axis; axis=None (the "
                         "flattened array) takes the fallback until the sort issue")  # fmt: skip
     for n in ("percentile quantile nanmedian nanpercentile nanquantile").split():
         note = "over given axes (axis=None: fallback until the sort issue)"
-        table[n] = ("axis", _axis(getattr(np, n), n, drop=True), note)
-    table["sort"] = ("axis", _descending(_axis(np.sort, "sort"), False), "axis=None: fallback")
+        table[n] = ("axis", axis_entry(getattr(np, n), n, drop=True), note)
+    table["sort"] = (
+        "axis",
+        with_descending(axis_entry(np.sort, "sort"), False),
+        "axis=None: fallback",
+    )
     table["argsort"] = (
         "axis",
-        _descending(_axis(np.argsort, "argsort"), True),
+        with_descending(axis_entry(np.argsort, "argsort"), True),
         "axis=None: fallback",
     )
     table["sort_complex"] = (
@@ -235,7 +239,7 @@ def fill(table: dict) -> None:
     for f in (roll, apply_along_axis, gradient, diagonal, take_along_axis):
         table[f.__name__] = ("axis", f, "")
     for n in ("packbits", "unpackbits"):
-        table[n] = ("axis", _axis(getattr(np, n), n), "axis=None takes the fallback")
+        table[n] = ("axis", axis_entry(getattr(np, n), n), "axis=None takes the fallback")
     table["diag"] = (
         "axis",
         lambda v, k=0: (

@@ -18,7 +18,7 @@ from ..array.align import align
 from ..array.base import Array as D2O
 from ..core.errors import agreed
 from ..move.halo import slab_rows
-from ..ops.axislocal import _whole_along, elementwise, fallback
+from ..ops.axislocal import elementwise, fallback, whole_along
 from ..ops.creation import zeros
 from ..ops.joining import concatenate
 
@@ -41,7 +41,7 @@ def _concat(parts: list) -> Any:
     return concatenate(parts)
 
 
-def _split_slab_axis(a: Any, axis: Any) -> int | None:
+def split_slab_axis(a: Any, axis: Any) -> int | None:
     """The axis ``axis`` names when it is the split axis of ``a``'s slab layout (so that
     shifted views along it move boundary rows only), else None.  Local."""
     if not isinstance(a, D2O) or not slab_rows(a.distributor) or isinstance(axis, tuple):
@@ -63,7 +63,7 @@ def diff_along(along: Callable) -> Callable:
     boundary row per neighbour, point to point), else ``along`` (the axis-local path)."""
 
     def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
-        ax = _split_slab_axis(a, axis)
+        ax = split_slab_axis(a, axis)
         plain = prepend is np._NoValue and append is np._NoValue
         if ax is not None and a.ndim > 1 and plain and operator.index(n) >= 0:
             x = a
@@ -239,12 +239,12 @@ def _sample_piece(sample: Any) -> tuple:
     distributed 1-d arrays) with every row on exactly one rank, and the communicator."""
     if isinstance(sample, D2O):
         x = sample if sample.ndim == 2 else sample.reshape(-1, 1)
-        data, d = _whole_along(x, (1,))
+        data, d = whole_along(x, (1,))
         if d.replicated and d.comm.rank:
             data = data[:0]
         return data, d
     first = next(s for s in sample if isinstance(s, D2O))
-    data, d = _whole_along(first, ())
+    data, d = whole_along(first, ())
     cols = [align(s, d) if isinstance(s, D2O) else np.asarray(s)[d.local_slice] for s in sample]
     piece = np.stack(cols, axis=-1) if cols else np.zeros((0, 0))
     if d.replicated and d.comm.rank:

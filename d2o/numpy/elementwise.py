@@ -12,7 +12,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..ops import creation as _creation
 from ..ops.axislocal import elementwise, fallback
-from .factories import _ew, _handled, _register
+from .factories import ew, handled, register
 
 __all__ = ["fill", "asarray_chkfinite"]
 
@@ -35,8 +35,13 @@ def _tri_mask(m: D2O, k: int, lower: bool) -> D2O:
     )
 
 
+#: Functions whose errors depend on dtypes and data alone: with scalars and operands of
+#: one layout they communicate nothing (`d2o.ops.axislocal.local_elementwise`).
+_LOCAL = {"clip", "astype"}
+
+
 def fill(table: dict) -> None:
-    """Enter the ufuncs, the creation functions, the element-wise functions `_ew` makes
+    """Enter the ufuncs, the creation functions, the element-wise functions `ew` makes
     and the triangles (``tril``, ``triu``)."""
     for n in dir(np):
         f = getattr(np, n)
@@ -46,14 +51,14 @@ def fill(table: dict) -> None:
     for n in _creation.__all__:
         if hasattr(np, n):
             table[n] = ("create", getattr(_creation, n), "")
-    _register(table, "create", "asfortranarray require", _creation.asarray)
+    register(table, "create", "asfortranarray require", _creation.asarray)
     table["copy"] = (
         "create",
         lambda a, order="K", subok=False: a.copy() if isinstance(a, D2O) else _creation.array(a),
         "",
     )
     table["asarray_chkfinite"] = ("create", asarray_chkfinite, "")
-    _handled(table, "local", "where isreal iscomplex nan_to_num")
+    handled(table, "local", "where isreal iscomplex nan_to_num")
     for n, arrays in {
         "clip": ("a", "a_min", "a_max", "min", "max"),
         "isclose": ("a", "b"),
@@ -74,7 +79,7 @@ def fill(table: dict) -> None:
         "isnat": ("x",),
     }.items():
         if hasattr(np, n) and arrays and n not in table:  # not the ufuncs entered above
-            table[n] = ("local", _ew(getattr(np, n), arrays), "")
-    table["datetime_as_string"] = ("local", _ew(np.datetime_as_string, ("arr",)), "")
+            table[n] = ("local", ew(getattr(np, n), arrays, local=n in _LOCAL), "")
+    table["datetime_as_string"] = ("local", ew(np.datetime_as_string, ("arr",)), "")
     table["tril"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=True), "")
     table["triu"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=False), "")

@@ -1,8 +1,8 @@
 """The factories `d2o.numpy`'s table builds implementations with, from numpy's own functions.
 
-`_ew` (element-wise: local on the aligned pieces), `_axis` (along given axes: local where
+`ew` (element-wise: local on the aligned pieces), `axis_entry` (along given axes: local where
 they are whole on every rank, else one exchange; ``axis=None`` takes the bounded fallback),
-`_meta` (no array data: nothing moves), and the helpers the family modules share.
+`meta_entry` (no array data: nothing moves), and the helpers the family modules share.
 """
 
 from __future__ import annotations
@@ -22,21 +22,21 @@ except ImportError:  # numpy < 2
 
 from ..array.base import Array as D2O
 from ..core.errors import agreed
-from ..ops.axislocal import axis_local, elementwise, fallback
+from ..ops.axislocal import axis_local, elementwise, fallback, local_elementwise
 from ..ops.special import HANDLED
 
 __all__ = [
     "normalize_axis_index",
     "normalize_axis_tuple",
-    "_agreed_axes",
-    "_ew",
-    "_out_axis_drop",
-    "_axis",
-    "_meta",
-    "_finish",
-    "_register",
-    "_from_handled",
-    "_handled",
+    "agreed_axes",
+    "ew",
+    "out_axis_drop",
+    "axis_entry",
+    "meta_entry",
+    "finish",
+    "register",
+    "from_handled",
+    "handled",
 ]
 
 
@@ -44,15 +44,18 @@ def _sig(f: Callable) -> inspect.Signature:
     return inspect.signature(f)
 
 
-def _agreed_axes(x: D2O, axis: Any, allow_duplicate: bool = False) -> tuple:
+def agreed_axes(x: D2O, axis: Any, allow_duplicate: bool = False) -> tuple:
     """``x``'s axes ``axis`` normalized; an error on any rank raised on every rank (one
     one-byte allreduce) before anything moves."""
     with agreed(x.distributor.comm):
         return normalize_axis_tuple(axis, x.ndim, allow_duplicate=allow_duplicate)
 
 
-def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
-    """An element-wise numpy function of the parameters ``arrays`` (broadcast together)."""
+def ew(np_func: Callable, arrays: tuple = ("a",), local: bool = False) -> Callable:
+    """An element-wise numpy function of the parameters ``arrays`` (broadcast together);
+    ``local``: with scalars and operands of one layout it communicates nothing
+    (`d2o.ops.axislocal.local_elementwise`), for functions whose errors depend on dtypes
+    and data alone."""
     sig = _sig(np_func)
 
     def impl(*args: Any, **kwargs: Any) -> Any:
@@ -65,7 +68,9 @@ def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
             b.arguments.update(zip(names, pieces))
             return np_func(*b.args, **b.kwargs)
 
-        res = elementwise(f, ops)
+        res = local_elementwise(f, ops) if local else None
+        if res is None:
+            res = elementwise(f, ops)
         if out is not None:
             out[...] = res
             return out
@@ -74,7 +79,7 @@ def _ew(np_func: Callable, arrays: tuple = ("a",)) -> Callable:
     return impl
 
 
-def _out_axis_drop(core: tuple, ndim: int, keepdims: bool) -> Callable:
+def out_axis_drop(core: tuple, ndim: int, keepdims: bool) -> Callable:
     """Where a kept input axis lands when ``core`` axes are reduced (extra leading result
     axes, as ``percentile``'s q axes, counted from the result's rank)."""
     kept = ndim if keepdims else ndim - len(core)
@@ -86,7 +91,7 @@ def _out_axis_drop(core: tuple, ndim: int, keepdims: bool) -> Callable:
     return out_axis
 
 
-def _axis(np_func: Callable, name: str, drop: bool = False, axis_param: str = "axis",
+def axis_entry(np_func: Callable, name: str, drop: bool = False, axis_param: str = "axis",
           default: Any = "numpy") -> Callable:  # fmt: skip
     """A numpy function acting along ``axis`` (its core axes) independently elsewhere;
     ``drop``: the core axes leave the result (``median``, ``percentile``).  ``axis=None``
@@ -105,14 +110,14 @@ def _axis(np_func: Callable, name: str, drop: bool = False, axis_param: str = "a
             return fallback(name, np_func, b.args, b.kwargs)
         if axis is inspect.Parameter.empty:
             raise TypeError(f"{name}() missing required argument {axis_param!r}")
-        core = _agreed_axes(x, axis)
+        core = agreed_axes(x, axis)
         keepdims = bool(b.arguments.get("keepdims", False))
 
         def f(piece: np.ndarray) -> Any:
             b.arguments[first] = piece
             return np_func(*b.args, **b.kwargs)
 
-        oa = _out_axis_drop(core, x.ndim, keepdims) if drop else None
+        oa = out_axis_drop(core, x.ndim, keepdims) if drop else None
         res = axis_local(name, f, x, core, out_axis=oa)
         if out is not None:
             out[...] = res
@@ -122,7 +127,7 @@ def _axis(np_func: Callable, name: str, drop: bool = False, axis_param: str = "a
     return impl
 
 
-def _meta(np_func: Callable) -> Callable:
+def meta_entry(np_func: Callable) -> Callable:
     """numpy's own function with distributed arrays replaced by empty arrays of their dtype
     (``result_type``, ``can_cast``, ...): nothing moves."""
 
@@ -140,24 +145,24 @@ def _meta(np_func: Callable) -> Callable:
     return impl
 
 
-def _finish(res: Any, out: Any) -> Any:
+def finish(res: Any, out: Any) -> Any:
     if out is not None:
         out[...] = res
         return out
     return res
 
 
-def _register(table: dict, kind: str, names: str, impl: Callable | None = None,
+def register(table: dict, kind: str, names: str, impl: Callable | None = None,
               note: str = "") -> None:  # fmt: skip
     for n in names.split():
         table[n] = (kind, impl, note)
 
 
-def _from_handled(name: str) -> Callable:
+def from_handled(name: str) -> Callable:
     return HANDLED[getattr(np, name)]
 
 
-def _handled(table: dict, kind: str, names: str) -> None:
+def handled(table: dict, kind: str, names: str) -> None:
     """Enter d2o's own implementations (`d2o.ops.special.HANDLED`) of ``names`` as ``kind``."""
     for n in names.split():
         f = HANDLED.get(getattr(np, n))

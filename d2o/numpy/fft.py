@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as _np
 
+from ..core.registry import operation
 from ..ops import fft as _fft
 from ..ops.axislocal import fallback as _fallback
 from ..ops.fft import *  # noqa: F403
@@ -25,32 +26,38 @@ def _shift(x: Any, axes: Any, sign: int) -> Any:
     return _implementation("roll")[1](x, shifts, axis=axes)
 
 
+@operation(traced=False)
 def fftshift(x: Any, axes: Any = None) -> Any:
     """numpy's ``fftshift``: a roll along the axes (axis-local)."""
     return _shift(x, axes, 1)
 
 
+@operation(traced=False)
 def ifftshift(x: Any, axes: Any = None) -> Any:
     """numpy's ``ifftshift``: a roll along the axes (axis-local)."""
     return _shift(x, axes, -1)
 
 
+@operation(traced=False)
 def hfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """numpy's ``hfft`` (the bounded fallback)."""
     return _fallback("fft.hfft", _np.fft.hfft, (a,), {"n": n, "axis": axis, "norm": norm})
 
 
+@operation(traced=False)
 def ihfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """numpy's ``ihfft`` (the bounded fallback)."""
     return _fallback("fft.ihfft", _np.fft.ihfft, (a,), {"n": n, "axis": axis, "norm": norm})
 
 
+@operation(traced=False)
 def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
     """numpy's ``fftfreq`` (d2o.fft's: each rank computes its piece), with ``dtype``."""
     out = _fft.fftfreq(n, d)
     return out if dtype is None else out.astype(dtype)
 
 
+@operation(traced=False)
 def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
     """numpy's ``rfftfreq`` (d2o.fft's), with ``dtype``."""
     out = _fft.rfftfreq(n, d)

@@ -18,7 +18,7 @@ from ..ops import flat as _ndarray
 from ..ops import joining as _joining
 from ..ops.axislocal import elementwise, fallback
 from ..ops.special import HANDLED
-from .factories import _finish, _meta, normalize_axis_index
+from .factories import finish, meta_entry, normalize_axis_index
 
 __all__ = ["fill", "put", "take", "compress", "argwhere", "copyto", "putmask", "select"]
 
@@ -57,9 +57,9 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if mode != "raise":
         return fallback("take", np.take, (a, indices), {"axis": axis, "mode": mode})
     if axis is None:
-        return _finish(a.ravel()[indices], out)
+        return finish(a.ravel()[indices], out)
     ax = normalize_axis_index(axis, a.ndim)
-    return _finish(a[(slice(None),) * ax + (indices,)], out)
+    return finish(a[(slice(None),) * ax + (indices,)], out)
 
 
 def compress(condition, a, axis=None, out=None):
@@ -79,7 +79,7 @@ def compress(condition, a, axis=None, out=None):
             if not isinstance(c, D2O)
             else _joining.concatenate([c, np.zeros(n - c.shape[0], bool)])
         )
-    return _finish(a[(slice(None),) * ax + (c,)], out)
+    return finish(a[(slice(None),) * ax + (c,)], out)
 
 
 def argwhere(a):
@@ -129,7 +129,7 @@ def fill(table: dict) -> None:
     table["putmask"] = ("index", putmask, "")
     table["choose"] = (
         "local",
-        lambda a, choices, out=None, mode="raise": _finish(
+        lambda a, choices, out=None, mode="raise": finish(
             elementwise(lambda p, *c: np.choose(p, c, mode=mode), [a, *choices]), out
         ),
         "",
@@ -160,4 +160,4 @@ def fill(table: dict) -> None:
         table[n] = ("fallback", _inplace_fallback(n), "writes into its first argument")
     table["put"] = ("index", put, "numpy indices: every rank writes its own elements")
     for n in ("diag_indices_from tril_indices_from triu_indices_from").split():
-        table[n] = ("meta", _meta(getattr(np, n)), "")
+        table[n] = ("meta", meta_entry(getattr(np, n)), "")

@@ -18,6 +18,7 @@ from ..array.base import Array as _D2O
 from ..array.base import from_local as _from_local
 from ..array.walk import find_arrays as _find_arrays
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..ops.axislocal import fallback as _fallback
 from ..ops.creation import asarray
 from ..ops.joining import squeeze
@@ -25,6 +26,7 @@ from ..ops.joining import squeeze
 QRResult = _namedtuple("QRResult", "Q R")
 
 
+@operation(traced=False)
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """numpy's ``linalg.norm``: vector norms are reductions of the pieces; matrix norms
     ``'fro'``, ``'nuc'`` aside, 1, -1, inf and -inf are sums then max/min; 2, -2 and
@@ -147,6 +149,7 @@ def _tall(a: Any) -> bool:
     return not d.replicated and d.axis == 0 and d.comm.size > 1
 
 
+@operation(traced=False)
 def qr(a: Any, mode: str = "reduced") -> Any:
     """numpy's ``linalg.qr``; for a tall matrix split along its rows, TSQR: a local QR of
     every piece, the small R factors gathered (n x n per rank), one QR of their stack on
@@ -173,6 +176,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     return QRResult(q, rr)
 
 
+@operation(traced=False)
 def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     """numpy's ``linalg.lstsq``; for a tall full-rank matrix split along its rows, through
     TSQR: x solves R x = Q^H b (one sum of n numbers per column), the singular values are

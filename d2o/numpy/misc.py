@@ -17,7 +17,7 @@ from ..array.base import Array as D2O
 from ..io import load as _load
 from ..io import save as _save
 from ..ops import creation as _creation
-from .factories import _handled, _meta
+from .factories import handled, meta_entry
 
 __all__ = ["fill", "load", "save"]
 
@@ -45,7 +45,7 @@ def save(file: Any, arr: Any, allow_pickle=True, fix_imports=True):
 
 def fill(table: dict) -> None:
     """Enter the functions of no array data and the readers and writers."""
-    _handled(table, "meta", "shares_memory may_share_memory shape ndim size isrealobj "
+    handled(table, "meta", "shares_memory may_share_memory shape ndim size isrealobj "
              "iscomplexobj")  # fmt: skip
     for n in ("result_type can_cast promote_types min_scalar_type common_type mintypecode "
               "isdtype issubdtype iterable isscalar typename broadcast_shapes get_printoptions "
@@ -55,7 +55,7 @@ def fill(table: dict) -> None:
               "tril_indices triu_indices diag_indices mask_indices ix_ isfortran "
               "datetime_data busday_count busday_offset is_busday unravel_index").split():  # fmt: skip
         if hasattr(np, n) and n not in table:
-            table[n] = ("meta", _meta(getattr(np, n)), "")
+            table[n] = ("meta", meta_entry(getattr(np, n)), "")
     table["array_repr"] = ("meta", lambda arr, *a, **k: repr(arr), "")
     table["array_str"] = ("meta", lambda a, *x, **k: str(a), "")
     for n in "bartlett blackman hamming hanning kaiser".split():

@@ -16,7 +16,7 @@ from ..layouts.distributors import get_distributor
 from ..ops.axislocal import elementwise, fallback
 from ..ops.einsum import einsum, tensordot
 from ..ops.special import HANDLED
-from .factories import _ew, _finish, _handled, _meta, normalize_axis_index
+from .factories import ew, finish, handled, meta_entry, normalize_axis_index
 
 __all__ = ["fill", "matmul", "vecdot", "outer", "inner", "vander", "cross"]
 
@@ -27,7 +27,7 @@ def matmul(a, b, /, out=None, **kw):
     if np.ndim(a) > 2 or np.ndim(b) > 2 or kw:
         return fallback("matmul", np.matmul, (a, b), dict(kw, out=out))
     res = a @ b if isinstance(a, D2O) else b.__rmatmul__(a)
-    return _finish(res, out)
+    return finish(res, out)
 
 
 def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
@@ -36,7 +36,7 @@ def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
     if not n1 or not n2 or np.shape(x1)[axis % n1] != np.shape(x2)[axis % n2]:
         raise ValueError("vecdot: the contracted axes must have the same length")
     prod = elementwise(lambda p, q: np.conj(p) * q, [x1, x2])
-    return _finish(prod.sum(axis=axis, dtype=prod.dtype), out)  # numpy keeps the dtype
+    return finish(prod.sum(axis=axis, dtype=prod.dtype), out)  # numpy keeps the dtype
 
 
 def outer(a, b, out=None):
@@ -44,7 +44,7 @@ def outer(a, b, out=None):
     ``b`` (the second vector moves once)."""
     a1 = a.ravel() if isinstance(a, D2O) else np.ravel(a)
     b1 = b.ravel() if isinstance(b, D2O) else np.ravel(b)
-    return _finish(elementwise(np.multiply, [a1[:, None], b1[None, :]]), out)
+    return finish(elementwise(np.multiply, [a1[:, None], b1[None, :]]), out)
 
 
 def inner(a, b):
@@ -89,16 +89,16 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 def fill(table: dict) -> None:
     """Enter the products and the polynomials (after the ufuncs: ``matmul`` and
     ``vecdot`` replace their generalized-ufunc entries)."""
-    _handled(table, "linalg", "vdot dot")
+    handled(table, "linalg", "vdot dot")
     table["matmul"] = ("linalg", matmul, "stacks of matrices (more than 2-d) take the fallback")
     table["vecdot"] = ("linalg", vecdot, "")
     table["einsum"] = ("linalg", einsum, "`...` and the interleaved form take the fallback")
     table["tensordot"] = ("linalg", tensordot, "")
-    table["einsum_path"] = ("meta", _meta(np.einsum_path), "")
+    table["einsum_path"] = ("meta", meta_entry(np.einsum_path), "")
     table["outer"] = ("linalg", outer, "")
     table["inner"] = ("linalg", inner, "")
     for n in ("poly polyadd polyder polydiv polyint polymul polysub roots").split():
         table[n] = ("fallback", None, "coefficient arrays are small")
-    table["polyval"] = ("local", _ew(np.polyval, ("x",)), "")
+    table["polyval"] = ("local", ew(np.polyval, ("x",)), "")
     table["vander"] = ("local", vander, "")
     table["cross"] = ("local", cross, "the vector axis must not be split (else fallback)")

@@ -18,11 +18,11 @@ from ..ops import joining as _joining
 from ..ops.axislocal import elementwise, fallback
 from .axes import diagonal
 from .factories import (
-    _agreed_axes,
-    _ew,
-    _finish,
-    _from_handled,
-    _handled,
+    agreed_axes,
+    ew,
+    finish,
+    from_handled,
+    handled,
     normalize_axis_index,
     normalize_axis_tuple,
 )
@@ -80,7 +80,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     n = _count(a, axis, keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):
         res = s / n
-    return _finish(res, out)
+    return finish(res, out)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -97,15 +97,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     with np.errstate(invalid="ignore", divide="ignore"):
         res = s / np.maximum(n - ddof, 0) if not isinstance(n, D2O) else s / elementwise(
             lambda c: np.maximum(c - ddof, 0), [n])  # fmt: skip
-    return _finish(res, out)
+    return finish(res, out)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):  # fmt: skip
     """numpy's ``nanstd``."""
-    return _finish(
-        np.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, correction=correction)), out
-    )
+    return finish(np.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, correction=correction)), out)
 
 
 def _nanarg(which: str) -> Callable:
@@ -118,7 +116,7 @@ def _nanarg(which: str) -> Callable:
         res = getattr(a, which)(axis=axis)
         if keepdims and axis is not None and isinstance(res, D2O):
             res = _joining.expand_dims(res, axis)
-        return _finish(res, out)
+        return finish(res, out)
 
     f.__doc__ = f"numpy's ``nan{which}``: NaNs ignored (ValueError for all-NaN slices)."
     return f
@@ -132,7 +130,7 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """numpy's ``ptp``: max minus min (two reductions)."""
-    return _finish(a.max(axis=axis, keepdims=keepdims) - a.min(axis=axis, keepdims=keepdims), out)
+    return finish(a.max(axis=axis, keepdims=keepdims) - a.min(axis=axis, keepdims=keepdims), out)
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
@@ -162,7 +160,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """numpy's ``allclose``: ``isclose`` then ``all`` (one small combination)."""
-    return bool(_ew(np.isclose, ("a", "b"))(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
+    return bool(ew(np.isclose, ("a", "b"))(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
 
 def array_equal(a1, a2, equal_nan=False):
@@ -185,7 +183,7 @@ def array_equiv(a1, a2):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """numpy's ``trace``: the diagonal's sum."""
-    return _finish(diagonal(a, offset, axis1, axis2).sum(axis=-1, dtype=dtype), out)
+    return finish(diagonal(a, offset, axis1, axis2).sum(axis=-1, dtype=dtype), out)
 
 
 def real_if_close(a, tol=100):
@@ -198,7 +196,7 @@ def real_if_close(a, tol=100):
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """numpy's ``trapezoid``: two shifted views added (neighbours move once) and summed."""
-    (ax,) = _agreed_axes(y, axis)
+    (ax,) = agreed_axes(y, axis)
     hi = (slice(None),) * ax + (slice(1, None),)
     lo = (slice(None),) * ax + (slice(None, -1),)
     if x is None:
@@ -328,15 +326,15 @@ def fill(table: dict) -> None:
     """Enter the reductions and the statistics."""
     for n in ("sum prod max min amax amin mean var std all any argmax argmin nansum nanmax "
               "nanmin cumsum cumprod median").split():  # fmt: skip
-        table[n] = ("reduce", _from_handled(n), "")
+        table[n] = ("reduce", from_handled(n), "")
     for n in ("var", "std"):
-        table[n] = ("reduce", _with_correction(_from_handled(n)), "")
+        table[n] = ("reduce", _with_correction(from_handled(n)), "")
     for f in (nanprod, nanmean, nanvar, nanstd, count_nonzero, ptp, average, allclose,
               array_equal, array_equiv, trace):  # fmt: skip
         table[f.__name__] = ("reduce", f, "")
     table["nanargmax"] = ("reduce", _nanarg("argmax"), "")
     table["nanargmin"] = ("reduce", _nanarg("argmin"), "")
-    _handled(table, "reduce", "nonzero bincount unique")
+    handled(table, "reduce", "nonzero bincount unique")
     table["real_if_close"] = ("reduce", real_if_close, "")
     table["trapezoid"] = ("reduce", trapezoid, "")
     table["histogram"] = ("reduce", histogram, "string bins take the fallback")

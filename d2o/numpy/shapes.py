@@ -13,7 +13,7 @@ from ..array.base import Array as D2O
 from ..ops import joining as _joining
 from ..ops.axislocal import axis_local, fallback
 from .composed import broadcast_to
-from .factories import _agreed_axes, _handled, normalize_axis_index, normalize_axis_tuple
+from .factories import agreed_axes, handled, normalize_axis_index, normalize_axis_tuple
 
 __all__ = ["fill", "flip", "fliplr", "flipud", "rot90", "broadcast_arrays", "repeat", "pad"]
 
@@ -85,7 +85,7 @@ def repeat(a, repeats, axis=None):
     flattened array along its only axis (the fallback)."""
     if axis is None or np.ndim(repeats) or not isinstance(a, D2O):
         return fallback("repeat", np.repeat, (a, repeats), {"axis": axis})
-    (ax,) = _agreed_axes(a, axis)
+    (ax,) = agreed_axes(a, axis)
     return axis_local("repeat", lambda p: np.repeat(p, repeats, axis=ax), a, (ax,))
 
 
@@ -109,7 +109,7 @@ def fill(table: dict) -> None:
         table[n] = (kind, getattr(_joining, n), "")
     table["concat"] = ("join", _joining.concatenate, "")
     table["row_stack"] = ("join", _joining.vstack, "deprecated alias")
-    _handled(table, "view", "real imag transpose swapaxes moveaxis ravel")
+    handled(table, "view", "real imag transpose swapaxes moveaxis ravel")
     for f in (flip, fliplr, flipud, rot90):
         table[f.__name__] = ("view", f, "")
     table["reshape"] = (

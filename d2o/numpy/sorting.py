@@ -12,8 +12,8 @@ import numpy as np
 
 from ..ops import sorting as _sorted
 from . import composed as _composed
-from .axes import _descending
-from .factories import _axis
+from .axes import with_descending
+from .factories import axis_entry
 
 __all__ = ["fill"]
 
@@ -21,12 +21,12 @@ __all__ = ["fill"]
 def fill(table: dict) -> None:
     """Enter the sort machinery's functions, wrapping the axis-local and reduction entries
     of ``median``, the quantiles and ``diff``, and the composed functions."""
-    table["sort"] = ("sort", _descending(_sorted.sorter(_axis(np.sort, "sort"), "sort", False),
+    table["sort"] = ("sort", with_descending(_sorted.sorter(axis_entry(np.sort, "sort"), "sort", False),
                                          False), "")  # fmt: skip
-    table["argsort"] = ("sort", _descending(_sorted.sorter(_axis(np.argsort, "argsort"),
+    table["argsort"] = ("sort", with_descending(_sorted.sorter(axis_entry(np.argsort, "argsort"),
                                                            "argsort", True), True), "")  # fmt: skip
     for n, idx in (("partition", False), ("argpartition", True)):
-        table[n] = ("sort", _sorted.partitioner(_axis(getattr(np, n), n), n, idx), "")
+        table[n] = ("sort", _sorted.partitioner(axis_entry(getattr(np, n), n), n, idx), "")
     for n in ("median percentile quantile nanmedian nanpercentile nanquantile").split():
         table[n] = ("sort", _sorted.quantiler(table[n][1], n), "")
     for f in (_sorted.lexsort, _sorted.searchsorted, _sorted.isin, _sorted.unique,

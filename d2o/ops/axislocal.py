@@ -2,7 +2,9 @@
 
 * `elementwise`: broadcasting functions of several arrays (``clip``, ``isclose``,
   ``where``, ...): operands aligned to the result layout (`d2o.array.align`), numpy on the
-  pieces.
+  pieces.  `local_elementwise`, for functions whose errors depend on dtypes and data
+  alone (``where``, ``clip``, ``astype``): scalars and operands of one layout, numpy on
+  the pieces with no communication at all, on every layout (meshes included).
 * `axis_local`: functions acting independently along their non-core axes (``sort``,
   ``diff``, ``cumsum`` along an axis, ``median`` over an axis, ...): numpy on the pieces
   when the core axes are whole on every rank; otherwise one exchange to the slabs of the
@@ -23,20 +25,22 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import align, result_layout
+from ..array.align import SCALARS, align, result_layout
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..array.walk import find_arrays, substitute
 from ..core import config as _config
 from ..core import trace as _trace
-from ..core.errors import agreed, check_gather
+from ..core.errors import agreed, check_gather, defer
 from ..layouts.distributors import Distributor, get_distributor
 from ..layouts.mesh import is_mesh
 from ..move.redistribution import redistribute
 from .creation import asarray
 
-__all__ = ["elementwise", "axis_local", "fallback", "find_arrays", "wrap_result"]
+__all__ = [
+    "elementwise", "local_elementwise", "axis_local", "fallback", "find_arrays", "wrap_result",
+]  # fmt: skip
 
 
 def elementwise(func: Callable, arrays: list, *args: Any, **kwargs: Any) -> Any:
@@ -53,7 +57,44 @@ def elementwise(func: Callable, arrays: list, *args: Any, **kwargs: Any) -> Any:
     return _from_local(np.asarray(res), target)
 
 
-def _whole_along(x: D2O, core: tuple) -> tuple[np.ndarray, Distributor]:
+def local_elementwise(func: Callable, arrays: list) -> Any:
+    """``func(*pieces)`` when every operand is a scalar or an array of one layout (the
+    result takes that layout), None otherwise.  Local: no communication, no agreement.
+
+    For functions whose errors depend only on dtypes and on the data (``where``, ``clip``,
+    ``astype``).  An error that a call on empty pieces of the same dtypes raises too is
+    one of dtypes: every rank raises it at once.  Otherwise it depends on this rank's
+    data (``np.errstate``): raised at the next collective on every rank
+    (`d2o.core.errors.defer`), the piece meanwhile zeros, as for the ufuncs.
+    """
+    d = None
+    for a in arrays:
+        if isinstance(a, D2O):
+            if d is None:
+                d = a.distributor
+            elif a.distributor is not d:
+                return None
+        elif not isinstance(a, SCALARS):
+            return None
+    if d is None:
+        return None
+    pieces = [a.data if isinstance(a, D2O) else a for a in arrays]
+    try:
+        res = np.asarray(func(*pieces))
+    except Exception as exc:
+        if d.replicated or d.comm.size == 1:
+            raise
+        empty = [p[(slice(0, 0),) * p.ndim] if isinstance(p, np.ndarray) and p.ndim else p
+                 for p in pieces]  # fmt: skip
+        res = np.asarray(func(*empty))  # raises where the error is one of dtypes
+        defer(d.comm, exc)
+        res = np.zeros(d.local_shape, dtype=res.dtype)
+    if res.shape != d.local_shape:
+        return None
+    return _from_local(res, d)
+
+
+def whole_along(x: D2O, core: tuple) -> tuple[np.ndarray, Distributor]:
     """``x``'s piece on a layout where the axes ``core`` are whole on every rank: its
     own when it is one, else the 'equal' slabs of the longest other axis (one exchange).
     NotImplementedError where every axis is core and ``x`` is above the fallback limit."""
@@ -95,7 +136,7 @@ def axis_local(
         try_mesh = False
     d0 = x.distributor
     try:
-        data, d = _whole_along(x, core)
+        data, d = whole_along(x, core)
     except NotImplementedError:
         return fallback(name, func, (x,) + tuple(args), kwargs)
     comm = d.comm

@@ -199,7 +199,7 @@ class Bounded:
             else:
                 keep = np.ones(vals.size, bool)
                 keep[rejected] = False
-                keep[_multi_arange(cut, ends - cut)] = False  # each block's surplus
+                keep[multi_arange(cut, ends - cut)] = False  # each block's surplus
                 u[...] = vals[keep]
             return
 
@@ -370,7 +370,7 @@ def _state_views(bitgen: np.random.PCG64) -> tuple | None:
     return (words, held) if ok and views() == seen() else None
 
 
-def _multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def multi_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``concatenate([arange(f, f + n) for f, n in zip(first, lengths)])``, vectorized."""
     offsets = np.cumsum(lengths) - lengths
     return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))

@@ -23,7 +23,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import as_comm
-from ..layouts.distributors import STRATEGIES, Distributor, _indices, get_distributor
+from ..layouts.distributors import STRATEGIES, Distributor, entry_indices, get_distributor
 from ..layouts.mesh import Layout
 from ..move.redistribution import redistribute
 
@@ -35,7 +35,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _shape_tuple(shape: Any) -> tuple:
+def shape_tuple(shape: Any) -> tuple:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
@@ -56,7 +56,7 @@ def distributor_for(
 
     Local: every rank computes the same layout from the same arguments.
     """
-    shape = _shape_tuple(shape)
+    shape = shape_tuple(shape)
     c = as_comm(comm)
     if isinstance(dist, D2O):
         d = dist.distributor
@@ -87,7 +87,7 @@ def fill(d: Distributor, dtype: Any, values: Callable) -> D2O:
     Local."""
     box = d.region(d.comm.rank)
     ndim = len(box)
-    idx = [_indices(e).reshape((-1,) + (1,) * (ndim - a - 1)) for a, e in enumerate(box)]
+    idx = [entry_indices(e).reshape((-1,) + (1,) * (ndim - a - 1)) for a, e in enumerate(box)]
     piece = np.asarray(values(*idx))
     piece = np.broadcast_to(piece, d.local_shape).astype(dtype, copy=True)
     return _from_local(piece, d)
@@ -144,7 +144,7 @@ def full(
 
 
 def _like(a: Any, dtype: Any, shape: Any, dist: Any) -> tuple:
-    shape = np.shape(a) if shape is None else _shape_tuple(shape)
+    shape = np.shape(a) if shape is None else shape_tuple(shape)
     dt = (
         np.asarray(a).dtype
         if not isinstance(a, D2O) and dtype is None
@@ -260,7 +260,7 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, dist=None, device=None, like=
     d = distributor_for(dist, (N, M), dtype)
     piece = np.zeros(d.local_shape, dtype=dtype)
     box = d.region(d.comm.rank)
-    rows, cols = _indices(box[0]), _indices(box[1])
+    rows, cols = entry_indices(box[0]), entry_indices(box[1])
     # the ones of this piece: rows i whose column i + k it holds (positions by searchsorted,
     # the global indices of a piece ascend)
     want = rows + k
@@ -291,7 +291,7 @@ def fromfunction(function: Callable, shape, *, dtype=float, dist=None, like=None
     ``dtype``) and returns its piece; nothing moves."""
     d = distributor_for(dist, shape, dtype)
     box = d.region(d.comm.rank)
-    grids = np.meshgrid(*[_indices(e).astype(dtype) for e in box], indexing="ij")
+    grids = np.meshgrid(*[entry_indices(e).astype(dtype) for e in box], indexing="ij")
     piece = np.asarray(function(*grids, **kwargs))
     return _from_local(np.broadcast_to(piece, d.local_shape).copy(), d)
 
@@ -305,7 +305,7 @@ def indices(dimensions, dtype=int, sparse=False, *, dist=None):
             )
             for a, n in enumerate(dimensions)
         )
-    dims = _shape_tuple(dimensions)
+    dims = shape_tuple(dimensions)
     d = distributor_for(dist, (len(dims),) + dims, dtype)
 
     def values(c, *idx):

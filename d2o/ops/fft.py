@@ -40,11 +40,12 @@ from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.comm import as_comm
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import (
     Distributor,
-    _normalize_axis,
     get_distributor,
     like,
+    normalize_axis,
     slab_distributor,
 )
 from ..layouts.mesh import is_mesh, layout
@@ -454,7 +455,7 @@ def _prepare(x: Any, s: Any, axes: Any, norm: Any, dist_axis: Any, kind: str) ->
         raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
     if axes is None:
         axes = list(range(ndim)) if s is None else list(range(ndim - len(s), ndim))
-    axes = [_normalize_axis(a, ndim) for a in axes]
+    axes = [normalize_axis(a, ndim) for a in axes]
     if len(set(axes)) != len(axes):
         raise ValueError("repeated axes are not supported by distributed FFTs")
     if s is None:
@@ -472,7 +473,7 @@ def _prepare(x: Any, s: Any, axes: Any, norm: Any, dist_axis: Any, kind: str) ->
         if int(n) < 1:
             raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     if dist_axis is not None:
-        dist_axis = _normalize_axis(dist_axis, ndim)
+        dist_axis = normalize_axis(dist_axis, ndim)
     if not axes:
         raise ValueError("no axes to transform")
     return axes, [int(n) for n in s], dist_axis
@@ -490,6 +491,7 @@ def _checked(x: Any, s: Any, axes: Any, norm: Any, dist_axis: Any, kind: str) ->
         return _prepare(x, s, axes, norm, dist_axis, kind)
 
 
+@operation("fft.fftn", kind="fft", mesh=True)
 def fftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: N-d FFT as ``numpy.fft.fftn``; all-to-alls only where an axis is distributed.
 
@@ -507,12 +509,14 @@ def fftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: A
     return _run(a, [("c", list(zip(axes, s)))], norm, dist_axis)
 
 
+@operation("fft.ifftn", kind="fft", mesh=True)
 def ifftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: N-d inverse FFT as ``numpy.fft.ifftn``."""
     axes, s, dist_axis = _checked(a, s, axes, norm, dist_axis, "ic")
     return _run(a, [("ic", list(zip(axes, s)))], norm, dist_axis)
 
 
+@operation("fft.rfftn", kind="fft", mesh=True)
 def rfftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: N-d FFT of real input as ``numpy.fft.rfftn`` (last axis halved)."""
     axes, s, dist_axis = _checked(a, s, axes, norm, dist_axis, "r")
@@ -522,6 +526,7 @@ def rfftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: 
     return _run(a, steps, norm, dist_axis)
 
 
+@operation("fft.irfftn", kind="fft", mesh=True)
 def irfftn(a: D2O, s: Any = None, axes: Any = None, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: inverse of `rfftn` as ``numpy.fft.irfftn`` (real output)."""
     axes, s, dist_axis = _checked(a, s, axes, norm, dist_axis, "ir")
@@ -538,31 +543,37 @@ def _one(kind: str, a: D2O, n: Any, axis: int, norm: Any, dist_axis: Any) -> D2O
     return _run(a, [(kind, [(axes[0], s[0])])], norm, dist_axis)
 
 
+@operation("fft.fft", kind="fft", mesh=True)
 def fft(a: D2O, n: Any = None, axis: int = -1, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: 1-D FFT along ``axis`` as ``numpy.fft.fft`` (four-step when distributed)."""
     return _one("c", a, n, axis, norm, dist_axis)
 
 
+@operation("fft.ifft", kind="fft", mesh=True)
 def ifft(a: D2O, n: Any = None, axis: int = -1, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: 1-D inverse FFT as ``numpy.fft.ifft``."""
     return _one("ic", a, n, axis, norm, dist_axis)
 
 
+@operation("fft.rfft", kind="fft", mesh=True)
 def rfft(a: D2O, n: Any = None, axis: int = -1, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: 1-D FFT of real input as ``numpy.fft.rfft``."""
     return _one("r", a, n, axis, norm, dist_axis)
 
 
+@operation("fft.irfft", kind="fft", mesh=True)
 def irfft(a: D2O, n: Any = None, axis: int = -1, norm: Any = None, dist_axis: Any = None) -> D2O:
     """Collective: inverse of `rfft` as ``numpy.fft.irfft``."""
     return _one("ir", a, n, axis, norm, dist_axis)
 
 
+@operation("fft.fft2", kind="fft", mesh=True)
 def fft2(a: D2O, s: Any = None, axes: Any = (-2, -1), norm: Any = None, dist_axis: Any = None):
     """Collective: 2-D FFT (`fftn` over the last two axes)."""
     return fftn(a, s=s, axes=axes, norm=norm, dist_axis=dist_axis)
 
 
+@operation("fft.ifft2", kind="fft", mesh=True)
 def ifft2(a: D2O, s: Any = None, axes: Any = (-2, -1), norm: Any = None, dist_axis: Any = None):
     """Collective: 2-D inverse FFT (`ifftn` over the last two axes)."""
     return ifftn(a, s=s, axes=axes, norm=norm, dist_axis=dist_axis)
@@ -583,6 +594,7 @@ def _freq_array(values_of, n: int, distribution_strategy: str, comm: Any) -> D2O
     return _from_local(values_of(idx), dist)
 
 
+@operation("fft.fftfreq", kind="fft", mesh=True)
 def fftfreq(n: int, d: float = 1.0, distribution_strategy: str = "equal", comm: Any = None) -> D2O:
     """The sample frequencies of ``numpy.fft.fftfreq`` as a 1-D array; no communication.
 
@@ -594,6 +606,7 @@ def fftfreq(n: int, d: float = 1.0, distribution_strategy: str = "equal", comm: 
     )
 
 
+@operation("fft.rfftfreq", kind="fft", mesh=True)
 def rfftfreq(n: int, d: float = 1.0, distribution_strategy: str = "equal", comm: Any = None) -> D2O:
     """The sample frequencies of ``numpy.fft.rfftfreq`` as a 1-D array; no communication."""
     n = int(n)

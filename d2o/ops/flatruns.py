@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..layouts.distributors import _indices, as_runs
+from ..layouts.distributors import as_runs, entry_indices
 
 #: Elements per block: every block of the flattened global array has its own stream
 #: (`d2o.ops.random`).
@@ -17,7 +17,7 @@ BLOCK = 4096
 # -- which flat indices a rank holds -----------------------------------------------------
 
 
-def _flat_runs(box: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+def flat_runs(box: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The runs of consecutive global flat indices (C order) of this rank's piece.
 
     Parameters
@@ -50,7 +50,7 @@ def _flat_runs(box: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
     run_starts, run_stops = rk[:, 0], rk[:, 1]
     outer = np.zeros(1, np.int64)  # flat offsets of the positions along the axes before k
     for a in range(k):
-        along = _indices(box[a]).astype(np.int64) * math.prod(shape[a + 1 :])
+        along = entry_indices(box[a]).astype(np.int64) * math.prod(shape[a + 1 :])
         outer = (outer[:, None] + along[None, :]).reshape(-1)
     starts = (outer[:, None] + run_starts[None, :]).reshape(-1)
     stops = (outer[:, None] + run_stops[None, :]).reshape(-1)
@@ -70,7 +70,7 @@ def _joined(entry: tuple) -> list:
     return out
 
 
-def _segments(starts: np.ndarray, stops: np.ndarray) -> tuple:
+def block_segments(starts: np.ndarray, stops: np.ndarray) -> tuple:
     """The runs cut at block boundaries: per segment (int64 arrays) its block, its
     ``lo:hi`` offsets in that block and its position in the rank's flattened piece."""
     lengths = stops - starts
@@ -87,12 +87,12 @@ def _segments(starts: np.ndarray, stops: np.ndarray) -> tuple:
     return blk, lo - base, hi - base, at
 
 
-def _held(state: Any, has: int, value: int) -> Any:
+def with_held_word(state: Any, has: int, value: int) -> Any:
     """A PCG64 state with its held half word (``has_uint32``, ``uinteger``) replaced."""
     return {**state, "has_uint32": has, "uinteger": value}
 
 
-def _scalar_param(value: Any, name: str) -> Any:
+def scalar_param(value: Any, name: str) -> Any:
     if np.ndim(value) != 0:
         raise NotImplementedError(
             f"array-valued {name} is not supported by d2o's random generator yet; pass a scalar"

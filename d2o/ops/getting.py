@@ -27,15 +27,15 @@ from ..move.p2p import alltoallv, count_matrix, fetch
 from ..move.redistribution import exchange, redistribute
 from .fancy import get_rows, row_key
 from .keyplan import (
-    _adv_items,
-    _box_along,
-    _canonical,
-    _full_box,
-    _offsets,
-    _owner_lin,
-    _shape_of,
-    _slab,
-    _spread,
+    adv_items,
+    box_along,
+    canonical_key,
+    freeform_slab,
+    full_box,
+    offsets,
+    owner_lin,
+    shape_of,
+    spread,
 )
 
 __all__: list[str] = []
@@ -46,15 +46,15 @@ _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 # -- getting --------------------------------------------------------------------
 
 
-def _plain(key: Any) -> bool:
+def plain_key(key: Any) -> bool:
     if type(key) is tuple:
         return not any(isinstance(x, D2O) for x in key)
     return not isinstance(key, D2O)
 
 
-def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
+def get_items(obj: D2O, key: Any, copy: bool = True) -> Any:
     d = obj.distributor
-    if d.comm.size == 1 and _plain(key):
+    if d.comm.size == 1 and plain_key(key):
         # one process: numpy does it all (results, errors); the layout is 'not'
         # for replicated arrays, else a one-piece slab along axis 0
         res = obj.data[key]
@@ -69,13 +69,13 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
         return obj._view(res, lay) if view else _from_local(res, lay)
     kind = _key_class(key, d, copy)
     if kind == "local":  # no communication: numpy's errors where they arise
-        k = _canonical(obj, key)
+        k = canonical_key(obj, key)
     else:  # validation errors are agreed before anything moves
         k, rows, error = None, None, None
         try:
             rows = row_key(obj, key) if kind == "moves" else None  # the fancy fast path's key
             if rows is None:
-                k = _canonical(obj, key)
+                k = canonical_key(obj, key)
         except Exception as exc:
             error = exc
         if kind == "scalar":  # the value rides on the agreement's collective
@@ -85,7 +85,7 @@ def _get(obj: D2O, key: Any, copy: bool = True) -> Any:
             res = get_rows(obj, key, rows)
             if res is not NotImplemented:
                 return res
-            k = _canonical(obj, key)
+            k = canonical_key(obj, key)
     if k.distributed:
         return _get_distributed(obj, k)
     if d.replicated:
@@ -179,11 +179,11 @@ def _mask_ndim(item: Any) -> int:
     return 1
 
 
-def _packable(dt: np.dtype) -> bool:
+def packable(dt: np.dtype) -> bool:
     return dt.itemsize <= PAYLOAD_BYTES and not dt.hasobject
 
 
-def _from_owner(obj: D2O, owner: int, local_index: Any, error: BaseException | None) -> Any:
+def from_owner(obj: D2O, owner: int, local_index: Any, error: BaseException | None) -> Any:
     """Collective: element ``local_index`` of rank ``owner``'s piece, on every rank.
 
     One Allreduce of a fixed 96-byte record carries both the error agreement and the
@@ -200,15 +200,15 @@ def _from_owner(obj: D2O, owner: int, local_index: Any, error: BaseException | N
 def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
     """Collective: the element selected by the all-integer key ``k``, from its owner."""
     d = obj.distributor
-    if error is None and not _packable(obj.dtype):  # pragma: no cover - object or wide dtypes
+    if error is None and not packable(obj.dtype):  # pragma: no cover - object or wide dtypes
         allreduce_agreed(d.comm, None, new_record())
         return _get_int_axis(obj, k, k.src[d.axis])
     if error is not None:
-        return _from_owner(obj, 0, None, error)  # raises on every rank
+        return from_owner(obj, 0, None, error)  # raises on every rank
     idx = [it[2] for it in k.items]
     owner = d.owner(idx[d.axis])
     idx[d.axis] -= d.span()[0]
-    return _from_owner(obj, owner, tuple(idx), None)
+    return from_owner(obj, owner, tuple(idx), None)
 
 
 def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
@@ -228,13 +228,13 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
     lengths = [b - a for a, b in ranges]
     if step > 0 or P == 1:
         whole = start == 0 and step == 1 and n == d.global_shape[ax]
-        lay = _slab(R, comm, o, lengths, d.strategy if whole else "freeform")
+        lay = freeform_slab(R, comm, o, lengths, d.strategy if whole else "freeform")
         return obj._view(piece, lay) if view else _from_local(piece, lay)
     if view:  # the ranks hold their ranges in descending order: a layout with given pieces
         lay = explicit(layout(mesh=(P,), split=(o,), comm=comm), R, (o,), (tuple(ranges),))
         return obj._view(piece, lay)
-    dst = _slab(R, comm, o, lengths[::-1])
-    out = exchange(comm, piece, lambda r: _box_along(R, o, *ranges[r]), dst.region)
+    dst = freeform_slab(R, comm, o, lengths[::-1])
+    out = exchange(comm, piece, lambda r: box_along(R, o, *ranges[r]), dst.region)
     return _from_local(out, dst)
 
 
@@ -246,14 +246,14 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple, copy: bool = True) -> Any:
     R = k.out_shape
     mine = comm.rank == owner
     if not R and not copy and not k.advanced and not k.scalar:
-        return _held_view(obj, k)  # numpy: a 0-d view (a[3, 4, ...])
+        return held_view(obj, k)  # numpy: a 0-d view (a[3, 4, ...])
     piece = obj.data[emit(k, {ax: idx - d.span()[0]})] if mine else None
     if R and not copy and not k.advanced:
         # a view: the owner holds all of it (a slab along the result's axis 0), nothing moves
         if not mine:
             piece = np.empty((0,) + R[1:], dtype=obj.dtype)
         lengths = [R[0] if r == owner else 0 for r in range(comm.size)]
-        return obj._view(piece, _slab(R, comm, 0, lengths))
+        return obj._view(piece, freeform_slab(R, comm, 0, lengths))
     if not R:
         buf = np.empty(1, dtype=obj.dtype)
         if mine:
@@ -262,15 +262,15 @@ def _get_int_axis(obj: D2O, k: Key, e: tuple, copy: bool = True) -> Any:
         if k.scalar:
             return buf[0]
         return _from_local(buf.reshape(()), get_distributor("not", (), comm))
-    dst = _spread(R, comm)
+    dst = spread(R, comm)
     if not mine:
         piece = np.empty((0,) * len(R), dtype=obj.dtype)
-    full = _full_box(R)
+    full = full_box(R)
     out = exchange(comm, piece, lambda r: full if r == owner else None, dst.region)
     return _from_local(out, dst)
 
 
-def _held_view(obj: D2O, k: Key) -> D2O:
+def held_view(obj: D2O, k: Key) -> D2O:
     """The 0-d view of one element (``a[3, 4, ...]``): held by the ranks whose piece has
     it, sent by one of them (`HeldScalar`); local."""
     d = obj.distributor
@@ -305,23 +305,23 @@ def _get_adv_axis(obj: D2O, k: Key) -> D2O:
     if len(B) == 1 and _monotonic(owners):
         # every rank keeps the selected rows it owns, in order: no communication
         counts = np.bincount(owners, minlength=comm.size)
-        bo = _offsets(counts)
+        bo = offsets(counts)
         lo, hi = bo[comm.rank], bo[comm.rank + 1]
         adv = {}
         mine = d.span()[0]
-        for i, it in _adv_items(k):
+        for i, it in adv_items(k):
             a = np.broadcast_to(it[2], B)[lo:hi]
             adv[i] = a - mine if it[1] == ax else a
         piece = obj.data[emit(k, adv=adv)]
-        return _from_local(piece, _slab(R, comm, k.bpos, counts))
-    dst = _spread(R, comm)
+        return _from_local(piece, freeform_slab(R, comm, k.bpos, counts))
+    dst = spread(R, comm)
     box = dst.region(comm.rank)
-    shape = _shape_of(box)
+    shape = shape_of(box)
     if int(np.prod(R, dtype=np.int64)) * max(1, len(R)) <= _SMALL:
         return _from_local(_get_small(obj, k, dst).reshape(shape), dst)
     bsl = tuple(slice(a, b) for a, b in box[k.bpos : k.bpos + len(B)])
-    advs = {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in _adv_items(k)}
-    owner, lin = _owner_lin(d, coords_for(k, box, advs), shape)
+    advs = {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in adv_items(k)}
+    owner, lin = owner_lin(d, coords_for(k, box, advs), shape)
     M, _ = count_matrix(comm, owner)
     return _from_local(fetch(comm, obj.data, owner, lin, M).reshape(shape), dst)
 
@@ -336,8 +336,8 @@ def _get_small(obj: D2O, k: Key, dst: Distributor) -> np.ndarray:
     comm = d.comm
     me = comm.rank
     R, B = k.out_shape, k.bshape
-    advs = {it[1]: np.broadcast_to(it[2], B) for _, it in _adv_items(k)}
-    owner, lin = _owner_lin(d, coords_for(k, _full_box(R), advs), R)
+    advs = {it[1]: np.broadcast_to(it[2], B) for _, it in adv_items(k)}
+    owner, lin = owner_lin(d, coords_for(k, full_box(R), advs), R)
     t = dst.axis
     pos = np.arange(R[t], dtype=np.intp).reshape((-1,) + (1,) * (len(R) - t - 1))
     dest = np.searchsorted(dst.bounds_array(), np.broadcast_to(pos, R), side="right") - 1
@@ -357,7 +357,7 @@ def _get_small(obj: D2O, k: Key, dst: Distributor) -> np.ndarray:
     return out
 
 
-def _mask_rows(obj: D2O, mask: D2O) -> np.ndarray | None:
+def mask_rows(obj: D2O, mask: D2O) -> np.ndarray | None:
     """The mask's part for this rank's rows when obj is split along axis 0, else None."""
     d = obj.distributor
     if d.replicated or d.axis != 0:
@@ -392,7 +392,7 @@ def _mask_coords(mask: D2O) -> tuple[list[D2O], int]:
     if md.replicated:
         lay = get_distributor("not", (total,), comm)
     else:
-        lay = _slab((total,), comm, 0, counts)
+        lay = freeform_slab((total,), comm, 0, counts)
     return [_from_local(c.astype(np.intp, copy=False), lay) for c in nz], total
 
 
@@ -423,7 +423,7 @@ def _resolve_distributed(k: Key) -> tuple[list, dict]:
     return operands, per_item
 
 
-def _distributed_plan(obj: D2O, k: Key):
+def distributed_plan(obj: D2O, k: Key):
     """Layout of the result and this rank's element requests for a distributed key."""
     d = obj.distributor
     comm = d.comm
@@ -435,7 +435,7 @@ def _distributed_plan(obj: D2O, k: Key):
     else:
         dst = WB.slabs_like(R, k.bpos + WB.axis)
     box = dst.region(comm.rank)
-    shape = _shape_of(box)
+    shape = shape_of(box)
     error, owner, lin = None, None, None
     local = {dim: align(x, WB) for pairs in per_item.values() for dim, x in pairs}
     try:
@@ -443,14 +443,14 @@ def _distributed_plan(obj: D2O, k: Key):
         for dim, a in local.items():
             a = np.broadcast_to(a, WB.local_shape)
             advs[dim] = normalize_index_array(a, dim, d.global_shape[dim])
-        owner, lin = _owner_lin(d, coords_for(k, box, advs), shape)
+        owner, lin = owner_lin(d, coords_for(k, box, advs), shape)
     except Exception as exc:  # a bad index in this rank's part of the key
         error = exc
         owner = lin = np.zeros(0, dtype=np.intp)
     return dst, shape, owner, lin, error
 
 
-def _lone_mask(k: Key, shape: tuple) -> D2O | None:
+def lone_mask(k: Key, shape: tuple) -> D2O | None:
     """The distributed mask when the key is just a mask followed by whole axes."""
     if not k.items or k.items[0][0] != "m":
         return None
@@ -465,14 +465,14 @@ def _lone_mask(k: Key, shape: tuple) -> D2O | None:
 def _get_distributed(obj: D2O, k: Key) -> D2O:
     d = obj.distributor
     comm = d.comm
-    mask = _lone_mask(k, d.global_shape)
+    mask = lone_mask(k, d.global_shape)
     if mask is not None:
-        m = _mask_rows(obj, mask)
+        m = mask_rows(obj, mask)
         if m is not None:  # rows where they are: no data moves
             piece = obj.data[m]
             counts = comm.Allgather(np.array([piece.shape[0]], dtype=np.int64)).ravel()
             R = (int(counts.sum()),) + piece.shape[1:]
-            return _from_local(piece, _slab(R, comm, 0, counts))
-    dst, shape, owner, lin, error = _distributed_plan(obj, k)
+            return _from_local(piece, freeform_slab(R, comm, 0, counts))
+    dst, shape, owner, lin, error = distributed_plan(obj, k)
     M, _ = count_matrix(comm, owner, error, agree=True)
     return _from_local(fetch(comm, obj.data, owner, lin, M).reshape(shape), dst)

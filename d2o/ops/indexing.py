@@ -50,9 +50,10 @@ from ..core.keys import (
     emit,
 )
 from ..layouts.mesh import explicit, is_mesh, locate, slice_runs
-from .getting import _from_owner, _get, _held_view, _packable
-from .keyplan import _canonical
-from .setting import _check_value, _get_local, _set, _set_local, _write_parts
+from .getting import from_owner, get_items, held_view, packable
+from .keyplan import canonical_key
+from .meshindex import mesh_get, mesh_set
+from .setting import check_value, get_local, set_items, set_local, write_parts
 
 __all__: list[str] = []
 
@@ -71,8 +72,8 @@ def get_data(self: D2O, key: Any, local_keys: bool = False, copy: bool = True, *
     if kwargs:
         raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
     if local_keys:
-        return _get_local(self, key)
-    return _get(self, key, copy)
+        return get_local(self, key)
+    return get_items(self, key, copy)
 
 
 def set_data(
@@ -92,13 +93,13 @@ def set_data(
     if kwargs:
         raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
     if local_keys:
-        return _set_local(self, to_key, data, from_key)
+        return set_local(self, to_key, data, from_key)
     if from_key is not None:
         if isinstance(data, D2O):
-            data = _get(data, from_key, copy=False)
+            data = get_items(data, from_key, copy=False)
         else:
             data = np.asarray(data)[from_key]
-    _set(self, to_key, data)
+    set_items(self, to_key, data)
 
 
 def _basic_structure(key: Any, ndim: int) -> bool:
@@ -134,10 +135,10 @@ def _mesh_view(obj: D2O, key: Any) -> Any:
         return None
     # From here the key's structure makes it a view on every rank, so a value that is
     # wrong on one rank only raises there, without a collective (as a slab's local keys).
-    k = _canonical(obj, key)
+    k = canonical_key(obj, key)
     R = k.out_shape
     if not R:
-        return _held_view(obj, k)
+        return held_view(obj, k)
     replace, split, runs, owners = {}, [], [], {}
     for m, s in enumerate(d.split):
         if s is None:
@@ -175,23 +176,26 @@ def getitem(self: D2O, key: Any) -> Any:
         v = _mesh_view(self, key)
         if v is not None:
             return v
-        # no view algorithm for this key on this layout: a copy via the slab equivalent
-        return _on_slabs(_get, "__getitem__", (self, key), {})
+        res = mesh_get(self, key)  # element and fancy keys: only what is asked for moves
+        if res is not NotImplemented:
+            return res
+        # no mesh algorithm for this key on this layout: a copy via the slab equivalent
+        return _on_slabs(get_items, "__getitem__", (self, key), {})
     if type(key) is int:
         d = self.distributor
         if d.ndim == 1:
             n = d.global_shape[0]
             if not -n <= key < n:  # agreed like any bad key (the others wait in the Allgather)
-                return _get(self, key)
+                return get_items(self, key)
             if key < 0:
                 key += n
             comm = d.comm
             if d.replicated or comm.size == 1:
                 return self.data[key]
-            if _packable(self.data.dtype):  # the value rides on the error agreement
+            if packable(self.data.dtype):  # the value rides on the error agreement
                 owner = d.owner(key)
-                return _from_owner(self, owner, key - d.span()[0], None)
-    return _get(self, key, copy=False)  # numpy: basic keys give views
+                return from_owner(self, owner, key - d.span()[0], None)
+    return get_items(self, key, copy=False)  # numpy: basic keys give views
 
 
 def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
@@ -203,7 +207,7 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
     if isinstance(value, D2O):  # the value moves: key and shape errors agreed first
         with agreed(obj.distributor.comm):
             v = _mesh_view(obj, key)
-            s = None if v is None else _check_value(value.shape, v.shape)
+            s = None if v is None else check_value(value.shape, v.shape)
         if v is None:
             return False
     else:
@@ -211,12 +215,12 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
         if v is None:
             return False
         value = np.asarray(value)
-        s = _check_value(value.shape, v.shape)
+        s = check_value(value.shape, v.shape)
     if s != value.shape:
         value = value.reshape(s)
     parts = align_parts(value, v.distributor)  # a shifted view: boundary cells only
     if parts is not None:
-        _write_parts(v.data, parts)
+        write_parts(v.data, parts)
     else:
         v.data[...] = align(value, v.distributor)
     return True
@@ -224,8 +228,8 @@ def _mesh_set(obj: D2O, key: Any, value: Any) -> bool:
 
 def setitem(self: D2O, key: Any, value: Any) -> None:
     if is_mesh(self.distributor):
-        if not _mesh_set(self, key, value):  # no view for this key: via the slab equivalent
-            _on_slabs(_set, "__setitem__", (self, key, value), {})
+        if not _mesh_set(self, key, value) and not mesh_set(self, key, value):
+            _on_slabs(set_items, "__setitem__", (self, key, value), {})  # via the slab equivalent
         return
     if type(key) is int and isinstance(value, _NUMERIC):
         d = self.distributor
@@ -244,4 +248,4 @@ def setitem(self: D2O, key: Any, value: Any) -> None:
                 if lo <= key < hi:
                     self.data[key - lo] = v
             return
-    _set(self, key, value)
+    set_items(self, key, value)

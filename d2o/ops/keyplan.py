@@ -27,24 +27,24 @@ _NUMERIC = (int, float, complex, bool, np.number, np.bool_)
 # -- layouts --------------------------------------------------------------------
 
 
-def _offsets(lengths) -> list[int]:
+def offsets(lengths) -> list[int]:
     if isinstance(lengths, np.ndarray):
         lengths = lengths.tolist()
     return [0, *accumulate(int(n) for n in lengths)]
 
 
-def _slab(shape: tuple, comm: Comm, axis: int, lengths, strategy: str = "freeform"):
-    return slab_distributor(tuple(shape), comm, axis, _offsets(lengths), strategy)
+def freeform_slab(shape: tuple, comm: Comm, axis: int, lengths, strategy: str = "freeform"):
+    return slab_distributor(tuple(shape), comm, axis, offsets(lengths), strategy)
 
 
-def _spread(shape: tuple, comm: Comm) -> Distributor:
+def spread(shape: tuple, comm: Comm) -> Distributor:
     """'equal' along the longest axis (a result produced away from its owners)."""
     if not shape:
         return get_distributor("not", (), comm)
     return get_distributor("equal", tuple(shape), comm, int(np.argmax(shape)))
 
 
-def _owner_lin(d: Distributor, coords: list, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+def owner_lin(d: Distributor, coords: list, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
     """Owner rank and flat position in the owner's piece of each element (C order)."""
     g = d.global_shape
     n = len(g)
@@ -70,17 +70,17 @@ def _owner_lin(d: Distributor, coords: list, shape: tuple) -> tuple[np.ndarray, 
     return owner.ravel(), np.broadcast_to(lin, shape).ravel()
 
 
-def _full_box(shape: tuple) -> tuple:
+def full_box(shape: tuple) -> tuple:
     return tuple((0, n) for n in shape)
 
 
-def _box_along(shape: tuple, axis: int, a: int, b: int) -> tuple:
-    box = list(_full_box(shape))
+def box_along(shape: tuple, axis: int, a: int, b: int) -> tuple:
+    box = list(full_box(shape))
     box[axis] = (a, b)
     return tuple(box)
 
 
-def _shape_of(box: tuple) -> tuple:
+def shape_of(box: tuple) -> tuple:
     return tuple(b - a for a, b in box)
 
 
@@ -97,11 +97,11 @@ def _resolve_replicated(key: Any, comm: Comm) -> Any:
     return key
 
 
-def _canonical(obj: D2O, key: Any) -> Key:
+def canonical_key(obj: D2O, key: Any) -> Key:
     return canonical(
         _resolve_replicated(key, obj.distributor.comm), obj.distributor.global_shape, D2O
     )
 
 
-def _adv_items(k: Key):
+def adv_items(k: Key):
     return [(i, it) for i, it in enumerate(k.items) if it[0] == "a"]

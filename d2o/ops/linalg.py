@@ -45,6 +45,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
+from ..core.registry import operation
 from ..layouts.distributors import get_distributor
 from ..move.redistribution import exchange, redistribute
 from .reductions import combine_partials
@@ -148,6 +149,7 @@ def _mesh_matrix(x: Any) -> Any:
     return on_mesh(x) if np.ndim(x) == 2 else None
 
 
+@operation(kind="linalg", mesh=True)
 def matmul(a: Any, b: Any) -> Any:
     """Collective: the matrix product of 1-d/2-d operands (numpy's ``matmul`` semantics);
     the algorithm follows the shapes and layouts (module notes)."""
@@ -235,6 +237,7 @@ def _squeeze_first(res: D2O) -> Any:
     return _from_local(res.data[0], d.slabs_like(shape, d.axis - 1))
 
 
+@operation(kind="linalg", mesh=True)
 def dot(a: Any, b: Any) -> Any:
     """Collective: numpy's ``dot`` for 1-d and 2-d operands (``matmul``; scalars multiply)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:

@@ -18,7 +18,8 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.errors import agreed
-from ..layouts.distributors import _normalize_axis, get_distributor, like
+from ..core.registry import operation
+from ..layouts.distributors import get_distributor, like, normalize_axis
 from ..move.redistribution import redistribute
 from . import reductions as _reductions  # noqa: F401  (installs ravel; flatten below replaces its alias)
 from .reductions import store
@@ -116,6 +117,7 @@ def _median_all(obj: D2O) -> Any:
     return rdt.type(vals[0] if len(vals) == 1 else np.mean(vals))
 
 
+@operation(kind="reduction")
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:  # fmt: skip
     """Collective: numpy's ``median``, never gathering the array.
@@ -144,7 +146,7 @@ def _median(a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
             axes = tuple(range(obj.ndim))
         else:
             raw = axis if isinstance(axis, tuple) else (axis,)
-            axes = tuple(sorted({_normalize_axis(x, obj.ndim) for x in raw}))
+            axes = tuple(sorted({normalize_axis(x, obj.ndim) for x in raw}))
             if len(axes) != len(raw):
                 raise ValueError("duplicate value in 'axis'")
     if len(axes) == obj.ndim:  # every axis: one order statistic of all elements

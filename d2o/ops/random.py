@@ -77,9 +77,10 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.comm import default_comm
-from .bounded import LITTLE_ENDIAN, Bounded, LcgJump, _multi_arange
-from .creation import _shape_tuple, distributor_for
-from .flatruns import BLOCK, _flat_runs, _held, _scalar_param, _segments
+from ..core.registry import operation, operations
+from .bounded import LITTLE_ENDIAN, Bounded, LcgJump, multi_arange
+from .creation import distributor_for, shape_tuple
+from .flatruns import BLOCK, block_segments, flat_runs, scalar_param, with_held_word
 
 __all__ = [
     "BLOCK", "Generator", "default_rng", "seed", "random", "standard_normal", "normal",
@@ -159,6 +160,7 @@ def _bounded(low: int, high: int, dt: np.dtype, endpoint: bool) -> Bounded:
     return Bounded(low, high, dt, endpoint)
 
 
+@operations(kind="random", traced=False, skip={"__repr__", "__reduce__"})
 class Generator:
     """Random numbers drawn as distributed arrays, identical on any number of processes.
 
@@ -242,7 +244,7 @@ class Generator:
                 elif a < held:  # element 0 is the held half word
                     walker.state = base
                 else:
-                    walker.state = _held(base, 0, 0)
+                    walker.state = with_held_word(base, 0, 0)
                     words, half = divmod(a - held, per)
                     walker.advance(words)
                     if half:
@@ -258,18 +260,20 @@ class Generator:
             return
         if per == 1:  # doubles leave a held half word alone
             self._stream.advance(total)
-            self._stream.state = _held(self._stream.state, base["has_uint32"], base["uinteger"])
+            self._stream.state = with_held_word(
+                self._stream.state, base["has_uint32"], base["uinteger"]
+            )
             return
         halves = total - held
         if halves <= 0:  # only the held half was used
-            self._stream.state = _held(base, 0, 0)
+            self._stream.state = with_held_word(base, 0, 0)
             return
         words, odd = divmod(halves, 2)
-        self._stream.state = _held(base, 0, 0)
+        self._stream.state = with_held_word(base, 0, 0)
         self._stream.advance(words)
         if odd:  # the last word's high half stays held, as in numpy
             last = int(self._stream.random_raw())
-            self._stream.state = _held(self._stream.state, 1, last >> 32)
+            self._stream.state = with_held_word(self._stream.state, 1, last >> 32)
 
     # -- the variable-width engine: blocks of the stream far apart ---------------------
 
@@ -312,7 +316,7 @@ class Generator:
         if kind.bulk is not None:
             self._fill_bulk(kind.bulk, call, starts, stops, flat)
             return
-        blk, lo, hi, at = _segments(starts, stops)
+        blk, lo, hi, at = block_segments(starts, stops)
         scratch = np.empty(BLOCK, kind.dtype)
         # consecutive segments of one block are drawn together (they sit side by side
         # in the piece); lo/hi of a group are its min/max, whatever the runs' order
@@ -327,7 +331,7 @@ class Generator:
             glo, ghi = lo[i:j], hi[i:j]
             first = int(glo.min())
             vals = self._draw(kind, call, blk_l[i], first, int(ghi.max()), None, scratch)
-            take = _multi_arange(glo - first, ghi - glo)
+            take = multi_arange(glo - first, ghi - glo)
             flat[at_l[i] : at_l[i] + take.size] = vals[take]
 
     def _fill_bulk(self, kernel: Bounded, call: int, starts: np.ndarray, stops: np.ndarray,
@@ -344,7 +348,7 @@ class Generator:
             at[0] = 0
             g0, g1, need = list(range(len(blocks))), list(range(1, len(blocks) + 1)), hi
         else:
-            blk, lo_a, hi_a, at_a = _segments(starts, stops)
+            blk, lo_a, hi_a, at_a = block_segments(starts, stops)
             g0_a = np.concatenate(([0], np.flatnonzero(np.diff(blk)) + 1))  # groups of
             g1_a = np.append(g0_a[1:], blk.size)  # segments in one block, as in `_fill`
             need = np.maximum.reduceat(hi_a, g0_a).tolist()  # a group draws a prefix
@@ -363,7 +367,7 @@ class Generator:
                 n_a = np.array(needs)
                 seg_lo, seg_hi = np.array(lo[i:j]), np.array(hi[i:j])
                 offset = np.repeat(np.cumsum(n_a) - n_a, np.diff(g0[s:e] + [j]))
-                dst[...] = vals[_multi_arange(offset + seg_lo, seg_hi - seg_lo)]
+                dst[...] = vals[multi_arange(offset + seg_lo, seg_hi - seg_lo)]
 
     def _block_words(self, call: int, blocks: list) -> Callable:
         """``draw(first, ks, skips, counts)``: for each ``k``, ``counts[k]`` raw words of
@@ -413,11 +417,11 @@ class Generator:
             flat = np.empty(1, kind.dtype)
             self._values(kind, 1, np.zeros(1, np.int64), np.ones(1, np.int64), flat)
             return flat, None
-        shape = _shape_tuple(size)
+        shape = shape_tuple(size)
         d = distributor_for(dist, shape, kind.dtype)
         piece = np.empty(d.local_shape, kind.dtype)
         box = d.region(d.comm.rank) if shape else ()
-        starts, stops = _flat_runs(box, shape)
+        starts, stops = flat_runs(box, shape)
         self._values(kind, math.prod(shape), starts, stops, piece.reshape(-1))
         return piece, d
 
@@ -516,8 +520,8 @@ class Generator:
         ValueError
             ``scale < 0`` (numpy's check).
         """
-        _scalar_param(loc, "loc")
-        _scalar_param(scale, "scale")
+        scalar_param(loc, "loc")
+        scalar_param(scale, "scale")
         _CHECK.normal(loc, scale, size=1)
         loc, scale = float(loc), float(scale)
         piece, d = self._piece(_NORMAL[_F64], size, dist)
@@ -547,8 +551,8 @@ class Generator:
         OverflowError
             ``high - low`` is not finite (numpy's check).
         """
-        _scalar_param(low, "low")
-        _scalar_param(high, "high")
+        scalar_param(low, "low")
+        scalar_param(high, "high")
         _CHECK.uniform(low, high, size=1)
         low, high = float(low), float(high)
         piece, d = self._piece(_RANDOM[_F64], size, dist)
@@ -577,7 +581,7 @@ class Generator:
         ValueError
             ``scale < 0`` (numpy's check).
         """
-        _scalar_param(scale, "scale")
+        scalar_param(scale, "scale")
         _CHECK.exponential(scale, size=1)
         scale = float(scale)
         piece, d = self._piece(_EXPONENTIAL, size, dist)
@@ -614,8 +618,8 @@ class Generator:
         """
         if high is None:
             low, high = 0, low
-        _scalar_param(low, "low")
-        _scalar_param(high, "high")
+        scalar_param(low, "low")
+        scalar_param(high, "high")
         dt = np.dtype(dtype)
         _CHECK.integers(low, high, size=1, dtype=dt, endpoint=endpoint)
         kind = _integers_kind(low, high, dt, bool(endpoint))
@@ -659,7 +663,7 @@ class Generator:
         pool: np.ndarray | None = np.asarray(a)
         if pool.ndim > 1:
             raise NotImplementedError("choice from a multi-dimensional a is not supported")
-        n_samples = 1 if size is None else math.prod(_shape_tuple(size))
+        n_samples = 1 if size is None else math.prod(shape_tuple(size))
         _CHECK.choice(a, size=min(n_samples, 1), replace=True, p=p)
         if pool.ndim == 0:  # an integer: choose from arange(a)
             n, pool = operator.index(pool.item()), None
@@ -677,6 +681,7 @@ class Generator:
         return self._result(piece, d, scalar=int if pool is None else (lambda v: v))
 
 
+@operation(kind="random", traced=False)
 def default_rng(seed: Any = None) -> Generator:
     """A `Generator` whose draws are the same global arrays on any number of processes.
 
@@ -725,6 +730,7 @@ def _default() -> Generator:
     return _DEFAULT[0]
 
 
+@operation(kind="random", traced=False)
 def seed(s: Any = None) -> None:
     """Reseed the module's default generator (``default_rng(s)``; collective for None).
 
@@ -735,37 +741,44 @@ def seed(s: Any = None) -> None:
     _DEFAULT[0] = default_rng(s)
 
 
+@operation(kind="random", traced=False)
 def random(size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.random` of the module's default generator (see `seed`)."""
     return _default().random(size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def standard_normal(size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.standard_normal` of the module's default generator."""
     return _default().standard_normal(size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def normal(loc: float = 0.0, scale: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.normal` of the module's default generator."""
     return _default().normal(loc, scale, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def uniform(low: float = 0.0, high: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.uniform` of the module's default generator."""
     return _default().uniform(low, high, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def integers(low: Any, high: Any = None, size: Any = None, dtype: Any = np.int64,
              endpoint: bool = False, *, dist: Any = None) -> Any:  # fmt: skip
     """`Generator.integers` of the module's default generator."""
     return _default().integers(low, high, size, dtype, endpoint, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def exponential(scale: float = 1.0, size: Any = None, *, dist: Any = None) -> Any:
     """`Generator.exponential` of the module's default generator."""
     return _default().exponential(scale, size, dist=dist)
 
 
+@operation(kind="random", traced=False)
 def choice(a: Any, size: Any = None, replace: bool = True, p: Any = None, *,
            dist: Any = None) -> Any:  # fmt: skip
     """`Generator.choice` of the module's default generator."""

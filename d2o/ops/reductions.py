@@ -48,9 +48,9 @@ from ..core.errors import (
 )
 from ..layouts.distributors import (
     Distributor,
-    _normalize_axis,
     get_distributor,
     like,
+    normalize_axis,
     slab_distributor,
 )
 from ..layouts.mesh import is_mesh, reduced_layout, subcomm
@@ -707,7 +707,7 @@ def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype:
         obj, axis = ravel(obj), 0
     d = obj.distributor
     with agreed(d.comm):
-        ax = _normalize_axis(axis, d.ndim)
+        ax = normalize_axis(axis, d.ndim)
     if d.replicated or d.comm.size == 1 or ax != d.axis:
         return _from_local(local_fn(obj.data, axis=ax, dtype=dtype), d)
     if ufunc not in _ASSOCIATIVE:

@@ -10,6 +10,7 @@ import numpy as np
 from ..array.align import align
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
+from ..array.slabs import as_slab
 from ..core.comm import Comm
 from ..core.errors import (
     agree,
@@ -26,20 +27,21 @@ from ..core.keys import (
 )
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import get_distributor
+from ..layouts.mesh import is_mesh
 from ..move.halo import Parts, rows_for, slab_rows
 from ..move.p2p import count_matrix, fetch, scatter
 from ..move.redistribution import describe, exchange, redistribute
 from .fancy import set_rows
-from .getting import _distributed_plan, _lone_mask, _mask_rows, _plain
+from .getting import distributed_plan, lone_mask, mask_rows, plain_key
 from .keyplan import (
-    _adv_items,
-    _box_along,
-    _canonical,
-    _full_box,
-    _owner_lin,
-    _shape_of,
-    _slab,
-    _spread,
+    adv_items,
+    box_along,
+    canonical_key,
+    freeform_slab,
+    full_box,
+    owner_lin,
+    shape_of,
+    spread,
 )
 
 __all__: list[str] = []
@@ -60,20 +62,26 @@ def _as_value(obj: D2O, value: Any):
     return np.asarray(value, dtype=obj.dtype), None
 
 
-def _check_mask_value(key: Any, value: Any) -> None:
-    """numpy's rule for a key that is one boolean array: the value is 0-d or 1-d."""
+def check_mask_value(key: Any, value: Any, ndim: int) -> None:
+    """numpy's rule for a key that is one boolean array of the array's ``ndim``: the
+    value is 0-d or 1-d (a mask of fewer axes takes values of the selection's shape)."""
     if type(key) is tuple:
         if len(key) != 1:
             return
         key = key[0]
-    if isinstance(key, (np.ndarray, D2O)) and key.dtype == bool and np.ndim(value) > 1:
+    if (
+        isinstance(key, (np.ndarray, D2O))
+        and key.dtype == bool
+        and key.ndim == ndim
+        and np.ndim(value) > 1
+    ):
         raise TypeError(
             "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
             f"input has {np.ndim(value)} dimensions"
         )
 
 
-def _check_value(vshape: tuple, R: tuple) -> tuple:
+def check_value(vshape: tuple, R: tuple) -> tuple:
     """numpy's broadcasting check of a value against the selection; the value's
     shape with surplus leading ones dropped."""
     s = tuple(vshape)
@@ -123,7 +131,7 @@ def _value_parts(value: D2O, R: tuple, box_of) -> np.ndarray:
     return exchange(vd.comm, data, have, want)
 
 
-def _write_parts(dest: np.ndarray | None, parts: Parts) -> None:
+def write_parts(dest: np.ndarray | None, parts: Parts) -> None:
     """Write `Parts` into ``dest``: the rows held here first (numpy copes with overlap
     between the value and ``dest``), then the received ones."""
     if dest is None:
@@ -136,36 +144,38 @@ def _write_parts(dest: np.ndarray | None, parts: Parts) -> None:
             dest[tuple(slice(lo, hi) for lo, hi in box)] = arr
 
 
-def _set(obj: D2O, key: Any, value: Any) -> None:
+def set_items(obj: D2O, key: Any, value: Any) -> None:
     d = obj.distributor
     comm = d.comm
-    if comm.size == 1 and _plain(key):
+    if comm.size == 1 and plain_key(key):
         obj.data[key] = value.data if isinstance(value, D2O) else value
         return None
-    if set_rows(obj, key, value, _check_value) is not NotImplemented:
+    if set_rows(obj, key, value, check_value) is not NotImplemented:
         return None
-    moves = not _plain(key) or (
+    if isinstance(value, D2O) and is_mesh(value.distributor):
+        value = as_slab(value)  # the value's slab equivalent (one exchange of the value)
+    moves = not plain_key(key) or (
         isinstance(value, D2O) and not value.distributor.replicated and comm.size > 1
     )
     if moves:  # a distributed key or value: validation is agreed before anything moves
         error, k, val, dval = None, None, None, None
         try:
-            k = _canonical(obj, key)
+            k = canonical_key(obj, key)
             val, dval = _as_value(obj, value)
-            _check_mask_value(key, val if dval is None else dval)
+            check_mask_value(key, val if dval is None else dval, obj.ndim)
             if not k.distributed:
-                _check_value(val.shape if dval is None else dval.shape, k.out_shape)
+                check_value(val.shape if dval is None else dval.shape, k.out_shape)
         except Exception as exc:
             error = exc
         agree(comm, error)
     else:
-        k = _canonical(obj, key)
+        k = canonical_key(obj, key)
         val, dval = _as_value(obj, value)
-        _check_mask_value(key, val)
+        check_mask_value(key, val, obj.ndim)
     if k.distributed:
         return _set_distributed(obj, k, val, dval)
     R = k.out_shape
-    _check_value(val.shape if dval is None else dval.shape, R)
+    check_value(val.shape if dval is None else dval.shape, R)
     if 0 in R:  # an empty selection: nothing to write (R is global: every rank returns here)
         return None
     if d.replicated:
@@ -191,10 +201,10 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
             and not k.advanced
         ):  # a shifted slab value (a stencil's result): boundary rows only, written in place
             parts = rows_for(dval.data, dval.distributor, ranges)
-            _write_parts(obj.data[idx] if j1 > j0 else None, parts)
+            write_parts(obj.data[idx] if j1 > j0 else None, parts)
             return None
         if dval is not None:
-            part = _value_parts(dval, R, lambda r: _box_along(R, o, *ranges[r]))
+            part = _value_parts(dval, R, lambda r: box_along(R, o, *ranges[r]))
         else:
             part = _cut(val, R, o, j0, j1)
         if j1 > j0:
@@ -204,7 +214,7 @@ def _set(obj: D2O, key: Any, value: Any) -> None:
         idx = e[2]
         owner = d.owner(idx)
         if dval is not None:
-            full = _full_box(R)
+            full = full_box(R)
             val = _value_parts(dval, R, lambda r: full if r == owner else None)
         if comm.rank == owner:
             obj.data[emit(k, {ax: idx - d.span()[0]})] = val
@@ -226,10 +236,10 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
             return
         adv = {}
         lo = offs[comm.rank]
-        for i, it in _adv_items(k):
+        for i, it in adv_items(k):
             a = np.broadcast_to(it[2], B).reshape(-1)[sel]
             adv[i] = a - lo if it[1] == ax else a
-        vs = _check_value(val.shape, R)
+        vs = check_value(val.shape, R)
         vv = val.reshape((1,) * (len(R) - len(vs)) + vs)
         head, tail = vv.shape[:bpos], vv.shape[bpos + nb :]
         if all(b == 1 for b in vv.shape[bpos : bpos + nb]):
@@ -240,13 +250,13 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
         obj.data[emit(k, adv=adv)] = vsel
         return
     R_is_value = dval.shape == R
-    dst = dval.distributor if R_is_value else _spread(R, comm)
+    dst = dval.distributor if R_is_value else spread(R, comm)
     box = dst.region(comm.rank)
-    shape = _shape_of(box)
+    shape = shape_of(box)
     part = dval.data if R_is_value else np.broadcast_to(align(dval, dst), dst.local_shape)
     bsl = tuple(slice(a, b) for a, b in box[bpos : bpos + nb])
-    advs = {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in _adv_items(k)}
-    owner, lin = _owner_lin(d, coords_for(k, box, advs), shape)
+    advs = {it[1]: np.broadcast_to(it[2], B)[bsl] for _, it in adv_items(k)}
+    owner, lin = owner_lin(d, coords_for(k, box, advs), shape)
     M, _ = count_matrix(comm, owner)
     scatter(comm, obj.data, owner, lin, np.broadcast_to(part, shape).ravel(), M)
 
@@ -254,24 +264,24 @@ def _set_adv_axis(obj: D2O, k: Key, val, dval) -> None:
 def _set_distributed(obj: D2O, k: Key, val, dval) -> None:
     d = obj.distributor
     comm = d.comm
-    mask = _lone_mask(k, d.global_shape)
+    mask = lone_mask(k, d.global_shape)
     if mask is not None and val is not None and val.ndim == 0:
-        m = _mask_rows(obj, mask)
+        m = mask_rows(obj, mask)
         if m is not None:  # a scalar into the selected rows, in place
             obj.data[m] = val
             return
-    dst, shape, owner, lin, error = _distributed_plan(obj, k)
+    dst, shape, owner, lin, error = distributed_plan(obj, k)
     try:
         R = k.out_shape
         if error is None:
-            _check_value(val.shape if dval is None else dval.shape, R)
+            check_value(val.shape if dval is None else dval.shape, R)
     except Exception as exc:
         error = exc
     M, _ = count_matrix(comm, owner, error, agree=True)
     if dval is not None:
         part = align(dval, dst)
     else:
-        vs = _check_value(val.shape, k.out_shape)
+        vs = check_value(val.shape, k.out_shape)
         part = align(val.reshape(vs), dst)
     vals = np.broadcast_to(part, shape).ravel()
     scatter(comm, obj.data, owner, lin, vals, M, replicated=d.replicated)
@@ -311,13 +321,13 @@ def _local_plan(obj: D2O, key: Any):
     d = obj.distributor
     k = canonical(key, d.global_shape)
     R = k.out_shape
-    box = _full_box(R)
-    advs = {it[1]: np.broadcast_to(it[2], k.bshape) for _, it in _adv_items(k)}
-    owner, lin = _owner_lin(d, coords_for(k, box, advs), R)
+    box = full_box(R)
+    advs = {it[1]: np.broadcast_to(it[2], k.bshape) for _, it in adv_items(k)}
+    owner, lin = owner_lin(d, coords_for(k, box, advs), R)
     return k, R, owner, lin
 
 
-def _get_local(obj: D2O, key: Any) -> Any:
+def get_local(obj: D2O, key: Any) -> Any:
     d = obj.distributor
     comm = d.comm
     key = _reassemble(comm, key)
@@ -343,10 +353,10 @@ def _get_local(obj: D2O, key: Any) -> Any:
     if all(m[1] for m in metas):
         return vals[0]
     gshape = (sum(s[0] for s in shapes),) + tuple(R[1:])
-    return _from_local(vals.reshape(R), _slab(gshape, comm, 0, [s[0] for s in shapes]))
+    return _from_local(vals.reshape(R), freeform_slab(gshape, comm, 0, [s[0] for s in shapes]))
 
 
-def _set_local(obj: D2O, to_key: Any, data: Any, from_key: Any) -> None:
+def set_local(obj: D2O, to_key: Any, data: Any, from_key: Any) -> None:
     d = obj.distributor
     comm = d.comm
     to_key = _reassemble(comm, to_key)
@@ -356,7 +366,7 @@ def _set_local(obj: D2O, to_key: Any, data: Any, from_key: Any) -> None:
     passed = comm.allgather(mine) if comm.size > 1 else [mine]
     if from_key is not None and mine is not None and len(set(passed)) == 1:
         # every rank names the same distributed object: fetch just the selected elements
-        data = _get_local(data, from_key)
+        data = get_local(data, from_key)
         data = data.data if isinstance(data, D2O) else data
         from_key = None
     elif any(p is not None for p in passed):
@@ -369,7 +379,7 @@ def _set_local(obj: D2O, to_key: Any, data: Any, from_key: Any) -> None:
             data = np.asarray(data)[from_key]
         val = np.asarray(data, dtype=obj.dtype)
         k, R, owner, lin = _local_plan(obj, to_key)
-        vs = _check_value(val.shape, R)
+        vs = check_value(val.shape, R)
         vals = np.broadcast_to(val.reshape(vs), R).ravel()
     except Exception as exc:
         error = exc

@@ -25,13 +25,14 @@ from ..array.base import as_index as _index
 from ..array.base import from_local as _from_local
 from ..core.comm import as_comm
 from ..core.errors import agree_gather, agreed
+from ..core.registry import operation
 from ..layouts.distributors import (
     Distributor,
-    _normalize_axis,
     equal_lengths,
     fftw_lengths,
     get_distributor,
     like,
+    normalize_axis,
     slab_distributor,
 )
 from ..layouts.mesh import is_mesh, permuted
@@ -49,7 +50,7 @@ def _parse_axes(axes: tuple, ndim: int) -> tuple:
         axes = axes[0]
     if axes is None or axes == ():
         return tuple(range(ndim))[::-1]
-    axes = tuple(_normalize_axis(a, ndim) for a in axes)
+    axes = tuple(normalize_axis(a, ndim) for a in axes)
     if len(axes) != ndim:
         raise ValueError("axes don't match array")
     if len(set(axes)) != ndim:
@@ -66,6 +67,7 @@ def _permuted(d: Distributor, axes: tuple) -> Distributor:
     return d.slabs_like(shape, axes.index(d.axis))
 
 
+@operation(mesh=True)
 def transpose(obj: D2O, *axes: Any) -> D2O:
     """The array with permuted axes, as numpy's ``transpose``.
 
@@ -77,10 +79,11 @@ def transpose(obj: D2O, *axes: Any) -> D2O:
     return obj._view(obj.data.transpose(axes), _permuted(d, axes))
 
 
+@operation(mesh=True)
 def swapaxes(obj: D2O, axis1: int, axis2: int) -> D2O:
     """The array with two axes interchanged (a view); local."""
     n = obj.ndim
-    a1, a2 = _normalize_axis(axis1, n), _normalize_axis(axis2, n)
+    a1, a2 = normalize_axis(axis1, n), normalize_axis(axis2, n)
     axes = list(range(n))
     axes[a1], axes[a2] = a2, a1
     return transpose(obj, tuple(axes))
@@ -153,6 +156,7 @@ def _view_or_copy(obj: D2O, data: np.ndarray, lay: Distributor) -> D2O:
     return _from_local(data, lay)
 
 
+@operation()
 def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
     """The array with a new shape, as numpy's ``reshape`` (``order`` 'C', 'F' or 'A').
 
@@ -208,6 +212,7 @@ def reshape(obj: D2O, *shape: Any, order: str = "C") -> D2O:
 # -- wrap ------------------------------------------------------------------------
 
 
+@operation()
 def wrap(local_array: Any, axis: int = 0, comm: Any = None) -> D2O:
     """Collective: one distributed array from every rank's piece, stacked along ``axis``.
 
@@ -223,7 +228,7 @@ def wrap(local_array: Any, axis: int = 0, comm: Any = None) -> D2O:
         arr = np.asarray(local_array)
         if arr.ndim == 0:
             raise ValueError("wrap needs local arrays with at least one dimension")
-        ax = _normalize_axis(axis, arr.ndim)
+        ax = normalize_axis(axis, arr.ndim)
         meta = (arr.shape, arr.dtype.str, ax)
     except Exception as exc:
         error = exc
@@ -393,6 +398,6 @@ def global_slice(self: D2O) -> GlobalSlicer:
 def enumerate_local(self: D2O, axis: int) -> Iterator[tuple[int, int]]:
     """Pairs (local index, global index) along ``axis`` for this rank's piece; local."""
     d = self.distributor
-    ax = _normalize_axis(axis, d.ndim)
+    ax = normalize_axis(axis, d.ndim)
     glob = d.global_indices(ax).tolist()
     return ((i, g) for i, g in enumerate(glob))

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.registry import operation
+
 try:
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # numpy < 2
@@ -23,6 +25,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..core.errors import agree_gather, agreed
 from ..layouts.distributors import get_distributor, slab_distributor
+from .axislocal import local_elementwise
 from .linalg import dot
 from .reductions import combine_partials, ravel
 from .sorting import unique as sorted_unique
@@ -31,6 +34,7 @@ from .ufuncs import align, result_layout
 __all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
 
 
+@operation()
 def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     """Collective: numpy's ``bincount`` of a 1-d non-negative integer array.
 
@@ -63,12 +67,14 @@ def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     return _from_local(total, get_distributor("not", total.shape, d.comm))
 
 
+@operation()
 def unique(x: D2O, *args: Any, **kwargs: Any) -> Any:
     """Collective: numpy's ``unique`` through the distributed sort (`d2o.ops.sorting.unique`):
     the sorted unique values, distributed as the runs start; no gather."""
     return sorted_unique(x, *args, **kwargs)
 
 
+@operation()
 def nonzero(x: D2O) -> tuple:
     """Collective: a tuple of 1-d index arrays (numpy's C order), distributed by rank.
 
@@ -94,11 +100,13 @@ def nonzero(x: D2O) -> tuple:
     return tuple(_from_local(i, lay) for i in out)
 
 
+@operation(mesh=True)
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """numpy's ``where``: ``nonzero(condition)`` with one argument, else element-wise choice.
 
     The three-argument form aligns its operands like any element-wise
-    operation (see d2o.ops.ufuncs) and returns a distributed object.
+    operation (see d2o.ops.ufuncs) and returns a distributed object; with scalars and
+    operands of one layout it communicates nothing, on every layout.
     """
     ops = [condition, x, y]
     if not any(isinstance(o, D2O) for o in ops):  # numpy data only: numpy's own answer
@@ -107,6 +115,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
+    res = local_elementwise(np.where, ops)
+    if res is not None:
+        return res
     first = next(o for o in ops if isinstance(o, D2O))
     with agreed(first.distributor.comm):
         shape = np.broadcast_shapes(
@@ -117,6 +128,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _from_local(np.where(*local), target)
 
 
+@operation()
 def vdot(a: Any, b: Any) -> Any:
     """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every rank."""
     da = a if isinstance(a, D2O) else None

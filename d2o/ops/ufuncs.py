@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS, _shape_of, align, align_out, align_parts, result_layout
+from ..array.align import SCALARS, align, align_out, align_parts, result_layout, shape_of
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import on_slabs as _on_slabs
@@ -56,7 +56,7 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return NotImplemented
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
-    shapes = [_shape_of(x) for x in inputs]
+    shapes = [shape_of(x) for x in inputs]
     first = next((x for x in inputs + outs if isinstance(x, D2O)), None)
     with agreed(first.distributor.comm):
         shape = np.broadcast_shapes(*shapes)

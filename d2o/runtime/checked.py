@@ -24,10 +24,8 @@ from ..core.comm import as_comm, default_comm, pending_check
 from ..core.errors import DIGEST, NOT_DIGEST, digests_agree, fold_records, new_record
 from ..core.librarian import d2o_librarian
 
-__all__ = ["Check", "start_check", "LOCAL_OPS"]
+__all__ = ["Check", "start_check"]
 
-#: Operations that never communicate: their arguments may differ between ranks.
-LOCAL_OPS = {"get_local_data", "set_local_data", "__repr__", "__str__", "enumerate", "fill"}
 #: Per-rank arguments of collective operations (not compared across ranks).
 _LOCAL_ARGS: dict = {
     "distributed_data_object": lambda kw: {"local_data", "local_shape"},
@@ -179,12 +177,14 @@ class Check:
         gathered = self.comm.allgather((mine, [(k, _dig(v), repr(v)[:80]) for k, v in checked]))
         for _ in range(max(n for n, _ in gathered) - mine):
             d2o_librarian.next_index()
-        listing = [lst for _, lst in gathered]
-        for i, (k, d, _) in enumerate(listing[0]):
-            if any(len(lst) <= i or lst[i][1] != d for lst in listing):
+        # by name: an argument left at its default on one rank is absent from its call
+        maps = [{k: (d, text) for k, d, text in lst} for _, lst in gathered]
+        names = list(dict.fromkeys(k for m in maps for k in m))
+        for k in names:
+            if len({m[k][0] if k in m else None for m in maps}) > 1:
                 shown = "; ".join(
-                    f"rank {r}: {lst[i][2] if len(lst) > i else '(missing)'}"
-                    for r, lst in enumerate(listing)
+                    f"rank {r}: {m[k][1] if k in m else '(its default)'}"
+                    for r, m in enumerate(maps)
                 )
                 raise ValueError(
                     f"d2o check_args: argument {k!r} of {self.name!r} differs between ranks "

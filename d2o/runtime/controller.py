@@ -41,9 +41,7 @@ stopping the mode, the script's communicator.  Their names stay importable from 
 
 from __future__ import annotations
 
-import importlib
 import sys
-import types
 from typing import Any
 
 from ..core import watchdog as _watchdog
@@ -112,48 +110,6 @@ __all__ = ["ControllerError", "start_controller", "serve", "flush", "stop", "is_
 
 
 # -- starting and stopping ----------------------------------------------------------------
-
-
-#: Operations the funnel does not record but controller mode must send: properties that
-#: make arrays, random numbers, layouts, options, and the d2o.numpy submodules' own.
-_EXTRA: tuple = (
-    (
-        "d2o.api.array",
-        "distributed_data_object",
-        ("T", "mT", "real", "imag", "get_local_data", "set_local_data", "local_array"),
-    ),
-    ("d2o.ops.random", "Generator", None),
-)
-_EXTRA_FUNCTIONS: tuple = (
-    ("d2o.ops.random", None),
-    ("d2o.layouts.mesh", ("layout",)),
-    ("d2o.core.config", ("set_options",)),
-    ("d2o.numpy.linalg", None),
-    ("d2o.numpy.fft", None),
-)
-
-
-def _register_extra() -> None:
-    for mod_name, cls_name, attrs in _EXTRA:
-        cls = getattr(importlib.import_module(mod_name), cls_name)
-        names = attrs or [
-            a
-            for a, v in vars(cls).items()
-            if isinstance(v, types.FunctionType) and (not a.startswith("_") or a == "__init__")
-        ]
-        for a in names:
-            _funnel.register(cls, a, a)
-    for mod_name, names in _EXTRA_FUNCTIONS:
-        mod = importlib.import_module(mod_name)
-        if names is None:
-            names = [
-                n
-                for n, v in vars(mod).items()
-                if isinstance(v, types.FunctionType)
-                and v.__module__ == mod_name
-                and not n.startswith("_")
-            ]
-        _funnel.register_functions(mod_name, list(names))
 
 
 def _refuse(what: str) -> Any:
@@ -227,10 +183,8 @@ def _start(rank: int) -> None:
 
     import d2o.numpy  # noqa: F401 - every rank knows every operation from the start
 
-    _register_extra()
     _funnel.controlled[0] = True
-    _funnel._uninstall()
-    _funnel.activate()
+    _funnel.refresh()
     D = d2o.distributed_data_object
     D.comm = _script_comm_of(D.__dict__["comm"].fget)  # type: ignore[method-assign,assignment]
     if rank == 0:

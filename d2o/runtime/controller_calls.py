@@ -20,6 +20,7 @@ import numpy as np
 from ..core import trace as _tr
 from ..core.comm import MPI
 from ..core.config import iter_chunk
+from ..core.registry import Operation
 from . import funnel as _funnel
 from .controller_state import (
     _AHEAD_BYTES,
@@ -73,8 +74,9 @@ __all__ = ["flush", "install_sigint"]
 _LOCAL = {"get_local_data", "set_local_data", "enumerate", "local_array"}
 
 
-def _call(key: tuple, name: str, namer: Any, fn: Any, body: Any, args: tuple, kwargs: dict) -> Any:
+def _call(op: Operation, args: tuple, kwargs: dict) -> Any:
     """Rank 0: queue the command of an outermost operation, run it here, name its results."""
+    key, name, namer, fn = op.key, op.name, op.namer, op.fn
     if name in _LOCAL:
         raise ControllerError(
             f"x.{name} is one rank's own piece, but a controller-mode script runs on rank 0 "
@@ -83,7 +85,7 @@ def _call(key: tuple, name: str, namer: Any, fn: Any, body: Any, args: tuple, kw
             "apply_generator), or run the script SPMD: mpiexec -n P python script.py"
         )
     if getattr(fn, "__d2o_numpy_only__", _never)(args, kwargs):
-        return body(args, kwargs)
+        return _funnel.body(op, args, kwargs)
     special = _SPECIAL.get(name)
     if special is not None:
         return special(args, kwargs)
@@ -139,7 +141,7 @@ def _call(key: tuple, name: str, namer: Any, fn: Any, body: Any, args: tuple, kw
                     t.records.append(rec)
                 _tr.current[0] = rec
             _send(current=True)
-        res = body(args, kwargs)
+        res = _funnel.body(op, args, kwargs)
     except BaseException as exc:
         _tr.current[0] = None
         if _queue and _queue[-1] is entry:  # never sent: the workers never see it

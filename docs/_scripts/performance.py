@@ -768,6 +768,104 @@ def render_random(doc: dict) -> str:
     )
 
 
+def _where(doc: dict) -> str:
+    """The machine a run names (``--machine``), or "" for the development machine."""
+    return (doc.get("options") or {}).get("where") or ""
+
+
+SCALING_NAMES = {
+    "elementwise": "element-wise",
+    "sum": "sum",
+    "redistribute": "redistribute",
+    "fft": "FFT",
+    "laplace": "Laplace",
+}
+
+
+def _procs(n: str) -> str:
+    return "1 process" if n == "1" else f"{n} processes"
+
+
+def _scaling_size(r: dict) -> str:
+    return " × ".join(f"{n:,}".replace(",", " ") for n in r["shape"])
+
+
+def render_scaling(doc: dict) -> str:
+    runs = by_count(doc)
+    counts = list(runs)
+    first = runs[counts[0]]
+    m = doc["machine"]
+    what = doc["options"].get("what", {})
+    out = [
+        f"Measured on the {_where(doc) or 'development machine'}: {m['cores']} cores "
+        f"({m.get('cpu') or 'unknown CPU'}), {m.get('memory_gib')} GiB, {m.get('mpi') or 'no MPI'}; "
+        f"{doc['date'][:10]}; best of {doc['options']['repeat']} per figure.\n"
+    ]
+    same = all(r["err"] <= 1e-10 for run in runs.values() for mode in ("strong", "weak")
+               for r in run[mode].values())  # fmt: skip
+    ops = [[SCALING_NAMES.get(n, n), what.get(n, n)] for n in first["strong"]]
+    out.append(table(["operation", "what"], ops, "ll"))
+    # strong scaling: seconds, then speed-ups
+    rows = []
+    for name, r1 in first["strong"].items():
+        rows.append(
+            [
+                SCALING_NAMES.get(name, name),
+                _scaling_size(r1),
+                num(r1["numpy"]),
+                *(num(runs[n]["strong"][name]["d2o"]) for n in counts),
+            ]
+        )
+    head = ["operation", "global size", "numpy s", *(f"d2o {_procs(n)} s" for n in counts)]
+    out.append("**Strong scaling** (the global size fixed), seconds:\n")
+    out.append(table(head, rows, "ll" + "r" * (1 + len(counts))))
+    rows = []
+    for name, r1 in first["strong"].items():
+        cells = [SCALING_NAMES.get(name, name)]
+        for n in counts:
+            r = runs[n]["strong"][name]
+            cells.append(f"{times(r1['d2o'] / r['d2o'])} ({times(r['numpy'] / r['d2o'])})")
+        rows.append(cells)
+    out.append(
+        "Speed-up over d2o on 1 process (in brackets: over numpy, measured in the same run):\n"
+    )
+    out.append(table(["operation", *(_procs(n) for n in counts)], rows))
+    # weak scaling: seconds, then efficiency against the machine's ceiling
+    rows = []
+    for name, r1 in first["weak"].items():
+        rows.append(
+            [
+                SCALING_NAMES.get(name, name),
+                _scaling_size(r1),
+                *(num(runs[n]["weak"][name]["d2o"]) for n in counts),
+            ]
+        )
+    head = ["operation", "size per process", *(f"d2o {_procs(n)} s" for n in counts)]
+    out.append("**Weak scaling** (the size per process fixed), seconds:\n")
+    out.append(table(head, rows, "ll" + "r" * len(counts)))
+    rows = []
+    for name, r1 in first["weak"].items():
+        cells = [SCALING_NAMES.get(name, name)]
+        for n in counts[1:]:
+            r = runs[n]["weak"][name]
+            cells.append(
+                f"{pct(r1['d2o'] / r['d2o'] * 100)} / {pct(r['ceiling'] * 100)} "
+                f"({times(r['numpy'] / r['d2o'])})"
+            )
+        rows.append(cells)
+    out.append(
+        "Efficiency (d2o's time on 1 process over its time on P) / the machine's ceiling "
+        "(numpy's efficiency when every process runs its share at once); in brackets: the "
+        "speed-up over numpy on the whole problem, measured in the same run:\n"
+    )
+    out.append(table(["operation", *(_procs(n) for n in counts[1:])], rows))
+    out.append(
+        f"Every result compared with numpy's before the timing: "
+        f"{'the same (to 1e-10) in every run' if same else '**some DIFFER**'}.\n"
+    )
+    return "\n".join(out) + quick_note(doc)
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "programs": render_programs,
     "core": render_core,
@@ -784,27 +882,39 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "safety": render_safety,
     "modes": render_modes,
     "random": render_random,
+    "scaling": render_scaling,
 }
 
 
 def render_machine(docs: dict[str, dict]) -> str:
     """Where and when: the machine's facts, and one row per output file."""
-    facts = {json.dumps(d["machine"], sort_keys=True) for d in docs.values()}
     lines = []
-    dates = sorted(d["date"] for d in docs.values())
-    for fact in sorted(facts):
+    # a run elsewhere names its machine (the options' "where"); the others ran on the
+    # development machine, whose dates are given over all of them
+    home = [d for d in docs.values() if not _where(d)]
+    groups: dict[tuple, list[dict]] = {}
+    for d in docs.values():
+        groups.setdefault((_where(d), json.dumps(d["machine"], sort_keys=True)), []).append(d)
+    for (where, fact), group in sorted(groups.items(), key=lambda kv: (kv[0][0] != "", kv[0])):
         m = json.loads(fact)
         sw = ", ".join(
             f"{k} {m[k]}"
             for k in ("python", "numpy", "mpi4py", "scipy", "h5py", "zarr")
             if m.get(k)
         )
+        dates = sorted(d["date"] for d in (group if where else home))
+        when = (
+            f"on **{dates[0][:10]}**"
+            if dates[0][:10] == dates[-1][:10]
+            else f"from **{dates[0][:10]}** to **{dates[-1][:10]}**"
+        )
+        names = ", ".join(f"`{d['record']}.json`" for d in group)
         lines.append(
-            f"Measured on the project's development machine: **{m['cores']} cores** "
+            f"Measured on {'the ' + where if where else 'the project' + chr(39) + 's development machine'}"
+            f"{f' ({names})' if where else ''}: **{m['cores']} cores** "
             f"({m.get('cpu') or 'unknown CPU'}), {m.get('memory_gib')} GiB, {m['system']}; "
             f"{sw}; {m.get('mpi') or 'no MPI'}; BLAS threads "
-            f"{m['threads'].get('OPENBLAS_NUM_THREADS') or 'unset'}; "
-            f"from **{dates[0][:10]}** to **{dates[-1][:10]}**."
+            f"{m['threads'].get('OPENBLAS_NUM_THREADS') or 'unset'}; {when}."
         )
     rows = []
     for name, d in docs.items():
@@ -998,12 +1108,58 @@ def plot_communication(doc: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_scaling(doc: dict, path: Path) -> None:
+    """Strong scaling's speed-up over numpy against the processes (the ideal line beside),
+    and weak scaling's efficiency beside the machine's ceiling."""
+    import matplotlib.pyplot as plt
+
+    runs = by_count(doc)
+    counts = [int(n) for n in runs]
+    first = runs[str(counts[0])]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    a.plot(counts, counts, color="black", lw=0.8, ls=":", label="ideal")
+    for name, (color, _) in zip(first["strong"], _styles()):
+        ys = [runs[str(n)]["strong"][name] for n in counts]
+        a.plot(counts, [r["numpy"] / r["d2o"] for r in ys], marker="o", ms=4, color=color,
+               label=SCALING_NAMES.get(name, name))  # fmt: skip
+    a.set_xscale("log", base=2)
+    a.set_yscale("log", base=2)
+    a.set_xticks(counts, [str(n) for n in counts])
+    a.set_yticks(counts, [str(n) for n in counts])
+    a.set_xlabel("processes")
+    a.set_ylabel("speed-up over numpy on 1 core")
+    a.set_title("strong scaling (global size fixed)", fontsize=9)
+    a.grid(alpha=0.3, which="both")
+    a.legend(fontsize=7)
+    for name, (color, _) in zip(first["weak"], _styles()):
+        t1 = first["weak"][name]["d2o"]
+        ys = [runs[str(n)]["weak"][name] for n in counts]
+        b.plot(counts, [t1 / r["d2o"] * 100 for r in ys], marker="o", ms=4, color=color,
+               label=SCALING_NAMES.get(name, name))  # fmt: skip
+        b.plot(counts, [r.get("ceiling", 1.0) * 100 for r in ys], color=color, ls="--", lw=0.8)
+    b.plot([], [], color="grey", ls="--", lw=0.8, label="ceiling (numpy on every core at once)")
+    b.axhline(100, color="black", lw=0.8, ls=":")
+    b.set_xscale("log", base=2)
+    b.set_xticks(counts, [str(n) for n in counts])
+    b.set_ylim(0, 110)
+    b.set_xlabel("processes")
+    b.set_ylabel("efficiency, % (d2o 1 process / d2o P)")
+    b.set_title("weak scaling (size per process fixed)", fontsize=9)
+    b.grid(alpha=0.3)
+    b.legend(fontsize=7)
+    fig.suptitle(_title(doc, "d2o on 1 to 16 processes"), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 PLOTS: dict[str, Callable[[dict, Path], None]] = {
     "programs": plot_programs,
     "core": plot_core,
     "kernels": plot_kernels,
     "sort": plot_sort,
     "communication": plot_communication,
+    "scaling": plot_scaling,
 }
 
 
