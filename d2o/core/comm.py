@@ -9,6 +9,7 @@ metadata (counts, error messages) is pickled.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -175,19 +176,35 @@ class Comm:
             _tr.note("Allgatherv", mine, sum(bcounts) - mine, self.size)
         return out
 
-    def Allreduce(self, send: np.ndarray, op: str | np.ufunc) -> np.ndarray:
+    def Allreduce(self, send: np.ndarray, op: str | np.ufunc | Callable) -> np.ndarray:
         """Element-wise reduction of equal-shaped arrays; ``op`` is a name ("sum", "max",
         ...) or a numpy ufunc (MPI's built-in op where it combines alike, else one that
-        calls the ufunc, made once per ufunc and dtype)."""
+        calls the ufunc, made once per ufunc and dtype).
+
+        Any other callable is the fold of fixed-size records: ``send`` is one record (a
+        1-D uint64 array) per rank and ``op(a, b)`` folds record ``a`` (of lower ranks)
+        into record ``b`` in place.  It runs as a non-commutative MPI user op (rank order,
+        so every rank gets the same bits), made once per function, over a datatype of
+        the whole record, so it always sees whole records.  Either way one Allreduce:
+        O(log P) messages of ``send.nbytes`` per rank.
+        """
         send = np.ascontiguousarray(send)
         if self.size == 1:
             return send.copy()
         out = np.empty_like(send)
-        mpi_op = _MPI_OPS[op] if isinstance(op, str) else _ufunc_op(op, send.dtype)
+        if isinstance(op, str):
+            mpi_op, spec = _MPI_OPS[op], _mpi_type(send.dtype)
+        elif isinstance(op, np.ufunc):
+            mpi_op, spec = _ufunc_op(op, send.dtype), _mpi_type(send.dtype)
+        else:
+            mpi_op, spec = _record_op(op, send.size), (1, _record_type(send.size))
         if pending_check[0] is not None:
             pending_check[0].flush()
         self.calls += 1
-        self.mpi.Allreduce([send, _mpi_type(send.dtype)], [out, _mpi_type(send.dtype)], mpi_op)
+        if type(spec) is tuple:
+            self.mpi.Allreduce([send, *spec], [out, *spec], mpi_op)
+        else:
+            self.mpi.Allreduce([send, spec], [out, spec], mpi_op)
         if _tr.active:
             _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
         return out
@@ -367,6 +384,45 @@ class _Combine:
         a = np.frombuffer(inbuf, dtype=self.dtype)
         b = np.frombuffer(inoutbuf, dtype=self.dtype)
         self.ufunc(a, b, out=b)
+
+
+#: fold function of a record `Comm.Allreduce` -> its MPI user op (made once, kept for the process)
+_RECORD_OPS: dict = {}
+#: words per record -> the committed contiguous datatype of one record
+_RECORD_TYPES: dict = {}
+
+
+def _record_op(fold: Callable, words: int):
+    """The non-commutative MPI user op applying ``fold`` to records of ``words`` uint64."""
+    op = _RECORD_OPS.get(fold)
+    if op is None:
+        op = _RECORD_OPS[fold] = MPI.Op.Create(_Fold(fold, words), commute=False)
+    return op
+
+
+def _record_type(words: int):
+    """The datatype of one record of ``words`` uint64 (kept for the process)."""
+    t = _RECORD_TYPES.get(words)
+    if t is None:
+        t = _RECORD_TYPES[words] = MPI.UINT64_T.Create_contiguous(words).Commit()
+    return t
+
+
+class _Fold:
+    """An MPI user op's function over records of ``words`` uint64: ``fold(in, inout)``
+    for each record of the buffers."""
+
+    __slots__ = ("fold", "words")
+
+    def __init__(self, fold: Any, words: int) -> None:
+        self.fold, self.words = fold, words
+
+    def __call__(self, inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+        a = np.frombuffer(inbuf, dtype=np.uint64)
+        b = np.frombuffer(inoutbuf, dtype=np.uint64)
+        w = self.words
+        for i in range(0, b.size, w):
+            self.fold(a[i : i + w], b[i : i + w])
 
 
 def _mpi_type(dtype: np.dtype):

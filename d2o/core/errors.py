@@ -4,13 +4,18 @@ Every public operation that communicates validates its input inside
 ``with agreed(comm):``.  If the block raises on any rank, every rank raises an
 exception of the same type (the one from the lowest failing rank) before
 anybody enters the communication that would never complete.  The cost is one
-tiny allreduce per call on more than one process, none on one process.
+tiny allreduce per call on more than one process, none on one process; small
+values (an element, a partial reduction) ride on the same allreduce in a fixed
+record (`allreduce_agreed`), so no agreement gathers anything per rank.
 """
 
 from __future__ import annotations
 
+import pickle
 import sys
 import warnings
+import zlib
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -23,11 +28,22 @@ __all__ = [
     "agreed",
     "agree",
     "agree_gather",
-    "allgather_agreed",
+    "allreduce_agreed",
     "new_record",
-    "RECORD_HEADER",
-    "RECORD_BYTES",
+    "payload",
+    "put_value",
+    "get_value",
+    "combiner",
+    "digests_agree",
+    "fold_records",
     "DIGEST",
+    "NOT_DIGEST",
+    "CODE",
+    "RECORD_WORDS",
+    "HEADER_WORDS",
+    "PAYLOAD_BYTES",
+    "ERROR",
+    "VALUE",
     "raise_agreed",
     "GatherError",
     "GatherWarning",
@@ -58,7 +74,8 @@ def agree(comm: Comm, error: BaseException | None) -> None:
 
     Every rank raises the lowest failing rank's exception: that rank re-raises
     its own, the others one of the same type and message.  One one-byte
-    allreduce when nobody failed; one more allgather when somebody did.
+    allreduce when nobody failed (a record's, in checked mode); an allreduce and a
+    broadcast more when somebody did.
     """
     if comm.size == 1:
         if error is not None:
@@ -67,7 +84,7 @@ def agree(comm: Comm, error: BaseException | None) -> None:
     if error is None:
         error = _PENDING[0]
     if pending_check[0] is not None and pending_check[0].comm is comm:
-        allgather_agreed(comm, error, new_record())  # checked mode: the check rides along
+        allreduce_agreed(comm, error, new_record())  # checked mode: the check rides along
         return
     if comm.any_flag(error is not None):
         _PENDING[0] = None
@@ -101,63 +118,141 @@ def defer(comm: Comm, error: BaseException) -> None:
 
 
 def raise_agreed(comm: Comm, error: BaseException | None) -> None:
-    """Collective, once the ranks know that some rank failed: raise its exception everywhere."""
-    info = None if error is None else (type(error), str(error))
+    """Collective, once the ranks know that some rank failed: raise its exception everywhere.
+
+    The lowest failing rank is found in one small allreduce, and its exception's type and
+    message come from it in one broadcast (O(log P) messages; the error path only).
+    """
     if pending_check[0] is not None:  # checked mode: the arguments first (not caught below)
         pending_check[0].flush()
-    try:
-        gathered = comm.allgather(info)
-    except Exception:  # unpicklable exception type: fall back to its name
-        info = None if error is None else (RuntimeError, f"{type(error).__name__}: {error}")
-        gathered = comm.allgather(info)
-    rank = next(r for r, item in enumerate(gathered) if item is not None)
-    if rank == comm.rank and error is not None:
+    me = comm.rank
+    rank = comm.allreduce(me if error is not None else comm.size, "min")
+    if rank >= comm.size:  # pragma: no cover - called with nobody failed
+        raise RuntimeError("d2o: an agreement reported an error that no rank holds")
+    info = None
+    if rank == me and error is not None:
+        info = (type(error), str(error))
+        try:
+            pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # unpicklable exception type: fall back to its name
+            info = (RuntimeError, f"{type(error).__name__}: {error}")
+    info = comm.bcast(info, root=rank)
+    if rank == me and error is not None:
         raise error
-    exc_type, message = gathered[rank]
+    exc_type, message = info
     raise _rebuild(exc_type, message, rank)
 
 
-#: A record of `allgather_agreed`: a header whose byte 0 is the error flag and whose bytes
-#: 8-15 carry checked mode's digest of the arguments (`DIGEST`), then the payload.
-RECORD_HEADER = 32
-RECORD_BYTES = 96
-DIGEST = slice(8, 16)
+#: A record of `allreduce_agreed`: RECORD_WORDS uint64 words; a header of HEADER_WORDS
+#: (the flags, checked mode's digest and its complement, the payload's combiner code),
+#: then the payload (PAYLOAD_BYTES, aligned for any numpy scalar).
+RECORD_WORDS = 12
+HEADER_WORDS = 4
+PAYLOAD_BYTES = 8 * (RECORD_WORDS - HEADER_WORDS)
+#: Flag bits of word 0: this rank failed; this rank's payload holds a value.
+ERROR, VALUE = np.uint64(1), np.uint64(2)
+#: Header words: checked mode's digest and its complement (equal on every rank iff the
+#: OR of the digests equals the complement of the OR of the complements); the code of
+#: the payload's combiner (`combiner`; 0: the payloads are ORed).
+DIGEST, NOT_DIGEST, CODE = 1, 2, 3
+
+#: combiner code -> (name, function folding one payload into another, in place)
+_COMBINERS: dict[int, tuple[str, Callable]] = {}
+
+
+def combiner(name: str, fn: Callable[[np.ndarray, np.ndarray], None]) -> int:
+    """Register how `allreduce_agreed` combines two payloads; returns its code.
+
+    ``fn(a, b)`` folds payload ``a`` into payload ``b`` in place (both uint64 arrays of
+    RECORD_WORDS - HEADER_WORDS words), ``a`` from lower ranks than ``b``: the op is
+    declared non-commutative, so MPI combines in rank order and every rank gets a
+    bit-identical result.  The code is a crc32 of ``name``: equal on every process,
+    whatever order the ranks registered in.  Register it on every rank before the
+    Allreduce, holding a value or not: any rank may be the one that folds two payloads.
+    """
+    code = zlib.crc32(name.encode()) or 1
+    known = _COMBINERS.get(code)
+    if known is not None and known[0] != name:  # pragma: no cover - a crc32 collision
+        raise ValueError(f"combiner {name!r} collides with {known[0]!r}")
+    _COMBINERS[code] = (name, fn)
+    return code
+
+
+def fold_records(a: np.ndarray, b: np.ndarray) -> None:
+    """The op of every agreement record: header words ORed, payloads combined where both
+    hold a value (by their combiner), else the one that holds it kept."""
+    if a[0] & VALUE:
+        if not b[0] & VALUE:
+            b[HEADER_WORDS:] = a[HEADER_WORDS:]
+            b[CODE] = a[CODE]
+        else:
+            entry = _COMBINERS.get(int(a[CODE]))
+            if entry is None:
+                np.bitwise_or(a[HEADER_WORDS:], b[HEADER_WORDS:], out=b[HEADER_WORDS:])
+            else:
+                entry[1](a[HEADER_WORDS:], b[HEADER_WORDS:])
+    np.bitwise_or(a[:CODE], b[:CODE], out=b[:CODE])
 
 
 def new_record() -> np.ndarray:
-    """A zeroed record for `allgather_agreed`; write the payload into ``record[RECORD_HEADER:]``."""
-    return np.zeros(RECORD_BYTES, dtype=np.uint8)
+    """A zeroed record for `allreduce_agreed` (RECORD_WORDS uint64)."""
+    return np.zeros(RECORD_WORDS, dtype=np.uint64)
 
 
-def allgather_agreed(comm: Comm, error: BaseException | None, record: np.ndarray) -> np.ndarray:
-    """Collective: allgather a fixed-size record per rank and agree on errors, in one call.
+def payload(record: np.ndarray) -> np.ndarray:
+    """The payload of ``record`` as PAYLOAD_BYTES bytes (a view; ``.view(dtype)`` for values)."""
+    return record[HEADER_WORDS:].view(np.uint8)
 
-    ``record`` (from `new_record`; its payload at ``RECORD_HEADER``, aligned for any
-    numpy scalar) travels with its error flag in a single Allgather of
-    RECORD_BYTES.  Returns the (size, RECORD_BYTES) uint8 array of every rank's
-    record; raises the lowest failing rank's exception on every rank if any rank
-    has ``error`` (the message needs one more call).
+
+def put_value(record: np.ndarray, value: Any, dtype: np.dtype, code: int = 0) -> None:
+    """Write ``value`` as the payload of ``record`` (``dtype``; its combiner ``code``)."""
+    payload(record)[: dtype.itemsize].view(dtype)[0] = value
+    record[0] |= VALUE
+    record[CODE] = code
+
+
+def get_value(record: np.ndarray, dtype: np.dtype) -> Any:
+    """The payload of a combined ``record`` as a numpy scalar of ``dtype``."""
+    return payload(record)[: dtype.itemsize].view(dtype)[0]
+
+
+def allreduce_agreed(comm: Comm, error: BaseException | None, record: np.ndarray) -> np.ndarray:
+    """Collective: combine a fixed-size record over the ranks and agree on errors, in one call.
+
+    ``record`` (from `new_record`) travels with its error flag in a single Allreduce of
+    RECORD_WORDS * 8 bytes (O(log P) messages, no per-rank buffer); its payload is
+    combined by its combiner where several ranks hold a value (ORed without one: the
+    owner's value, the others' zeros).  Checked mode's digest rides in the header.
+    Returns the combined record, identical on every rank; raises the lowest failing
+    rank's exception on every rank if any rank has ``error`` (the message needs more
+    calls, on that path only).
     """
     if error is None and _PENDING[0] is not None:
         error = _PENDING[0]
     if error is not None:
-        record[0] = 1
+        record[0] |= ERROR
         if comm.size == 1:
             raise error
     if comm.size == 1:
-        return record[None]
+        return record
     check = pending_check[0]
     if check is not None and check.comm is comm:  # checked mode: the digest rides along
         pending_check[0] = None
-        record.data[DIGEST] = check.digest
-        rows = comm.Allgather(record)
-        check.verdict(rows)  # a mismatch is reported first: it is the cause
+        record[DIGEST] = check.word
+        record[NOT_DIGEST] = ~check.word
+        out = comm.Allreduce(record, fold_records)
+        check.verdict(out)  # a mismatch is reported first: it is the cause
     else:
-        rows = comm.Allgather(record)
-    if np.count_nonzero(rows[:, 0]):
+        out = comm.Allreduce(record, fold_records)
+    if out[0] & ERROR:
         _PENDING[0] = None
         raise_agreed(comm, error)
-    return rows
+    return out
+
+
+def digests_agree(record: np.ndarray) -> bool:
+    """True when every rank that sent a digest in the combined ``record`` sent the same one."""
+    return bool(record[DIGEST] == ~record[NOT_DIGEST])
 
 
 class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``

@@ -10,12 +10,7 @@ import numpy as np
 from ..array.align import align, result_layout
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
-from ..core.errors import (
-    RECORD_BYTES,
-    RECORD_HEADER,
-    allgather_agreed,
-    new_record,
-)
+from ..core.errors import PAYLOAD_BYTES, allreduce_agreed, get_value, new_record, put_value
 from ..core.keys import (
     Key,
     broadcast_index_shapes,
@@ -85,7 +80,7 @@ def get_items(obj: D2O, key: Any, copy: bool = True) -> Any:
             error = exc
         if kind == "scalar":  # the value rides on the agreement's collective
             return _owner_scalar(obj, k, error)
-        allgather_agreed(d.comm, error, new_record())
+        allreduce_agreed(d.comm, error, new_record())
         if rows is not None:
             res = get_rows(obj, key, rows)
             if res is not NotImplemented:
@@ -185,28 +180,28 @@ def _mask_ndim(item: Any) -> int:
 
 
 def packable(dt: np.dtype) -> bool:
-    return dt.itemsize <= RECORD_BYTES - RECORD_HEADER and not dt.hasobject
+    return dt.itemsize <= PAYLOAD_BYTES and not dt.hasobject
 
 
 def from_owner(obj: D2O, owner: int, local_index: Any, error: BaseException | None) -> Any:
     """Collective: element ``local_index`` of rank ``owner``'s piece, on every rank.
 
-    One Allgather of a small record per rank carries both the error agreement and
-    the owner's value (`_errors.allgather_agreed`); a numpy scalar identical everywhere.
+    One Allreduce of a fixed 96-byte record carries both the error agreement and the
+    owner's value (the others send zeros; `_errors.allreduce_agreed`): O(log P)
+    messages, the same bytes at any P; a numpy scalar identical everywhere.
     """
     dt = obj.dtype
     rec = new_record()
     if error is None and obj.distributor.comm.rank == owner:
-        rec[RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0] = obj.data[local_index]
-    rows = allgather_agreed(obj.distributor.comm, error, rec)
-    return rows[owner, RECORD_HEADER : RECORD_HEADER + dt.itemsize].view(dt)[0]
+        put_value(rec, obj.data[local_index], dt)
+    return get_value(allreduce_agreed(obj.distributor.comm, error, rec), dt)
 
 
 def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
     """Collective: the element selected by the all-integer key ``k``, from its owner."""
     d = obj.distributor
     if error is None and not packable(obj.dtype):  # pragma: no cover - object or wide dtypes
-        allgather_agreed(d.comm, None, new_record())
+        allreduce_agreed(d.comm, None, new_record())
         return _get_int_axis(obj, k, k.src[d.axis])
     if error is not None:
         return from_owner(obj, 0, None, error)  # raises on every rank

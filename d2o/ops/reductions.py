@@ -3,10 +3,13 @@
 Each rank reduces its piece with numpy; when the distributed axis is among
 the reduced axes the per-rank partials are combined across ranks:
 
-* small results (``size * ranks <= D2O_SMALL_REDUCE``): one Allgather of the
-  partials, combined in rank order, so every rank gets bit-identical values;
-* large results: one Allreduce (MPI's built-in op where it matches numpy's
-  semantics, else a user-defined op running the numpy ufunc).
+* reductions to a scalar (``axis=None``): one Allreduce of a fixed 96-byte
+  record carrying the error agreement and the partial
+  (`d2o.core.errors.allreduce_agreed`; the partials combined by the numpy ufunc,
+  in an order that gives every rank bit-identical values);
+* array results: one Allreduce (MPI's built-in op where it matches numpy's
+  semantics, else a user-defined op running the numpy ufunc); only dtypes MPI
+  cannot reduce (datetimes) gather the partials.
 
 Ranks holding no elements contribute the reduction's identity (for max/min:
 the dtype's lowest/highest value).  numpy's own errors and result dtypes come
@@ -32,7 +35,17 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core import config as _config
-from ..core.errors import RECORD_HEADER, agreed, allgather_agreed, new_record
+from ..core.errors import (
+    PAYLOAD_BYTES,
+    VALUE,
+    agreed,
+    allreduce_agreed,
+    combiner,
+    get_value,
+    new_record,
+    payload,
+    put_value,
+)
 from ..layouts.distributors import (
     Distributor,
     get_distributor,
@@ -40,7 +53,7 @@ from ..layouts.distributors import (
     normalize_axis,
     slab_distributor,
 )
-from ..layouts.mesh import is_mesh, reduced_layout, sources, subcomm
+from ..layouts.mesh import is_mesh, reduced_layout, subcomm
 from ..move.redistribution import redistribute
 
 __all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
@@ -89,16 +102,21 @@ def combine_partials(
     partial: np.ndarray, ufunc: np.ufunc, dist: Distributor | None, comm: Any = None
 ) -> np.ndarray:
     """Collective over ``comm`` (default ``dist.comm``): combine per-rank ``partial`` arrays
-    with ``ufunc``; identical on every rank."""
+    with ``ufunc``; identical on every rank.
+
+    One Allreduce of ``partial`` (O(log P) messages of its size).  Dtypes MPI cannot
+    reduce (datetimes, timedeltas) gather the partials instead while they are small
+    (``size * ranks <= D2O_SMALL_REDUCE``), else raise TypeError.
+    """
     comm = dist.comm if comm is None else comm
     if comm.size == 1:
         return partial
+    if partial.dtype.kind in "biufc":
+        return comm.Allreduce(partial, ufunc)
     if partial.size * comm.size <= _config.small_reduce():
         stacked = comm.Allgather(partial)
         return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
-    if partial.dtype.kind not in "biufc":
-        raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
-    return comm.Allreduce(partial, ufunc)
+    raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
 
 
 def _probe(obj: D2O) -> np.ndarray:
@@ -237,11 +255,11 @@ def reduce(
 def _full_reduce(
     obj: D2O, name: str, fn: Callable, combine: np.ufunc, fill: Any, kwargs: dict, keepdims: bool
 ) -> Any:
-    """Collective: a reduction over every axis in one Allgather of a 96-byte record per rank.
+    """Collective: a reduction over every axis in one Allreduce of a 96-byte record.
 
-    Each rank reduces its piece; its error flag and partial travel in one
-    record; every rank combines the partials in rank order, so the scalar is
-    bit-identical everywhere.
+    Each rank reduces its piece; its error flag and partial travel in one record,
+    the partials combined by ``combine`` (`_ufunc_combiner`), so the scalar is
+    bit-identical everywhere; O(log P) messages, the same bytes at any P.
     """
     d = obj.distributor
     error, rdtype = None, None
@@ -255,18 +273,36 @@ def _full_reduce(
             val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
         else:
             val = fn(data, axis=None, **kwargs)
-        rec.view(rdtype)[RECORD_HEADER // rdtype.itemsize] = val
+        code = _ufunc_combiner(combine, rdtype)  # registered on every rank: all may fold
+        # replicas of a mesh hold the same elements: only one of each set counts
+        if not is_mesh(d) or d.source(d.comm.rank) is not None:
+            put_value(rec, val, rdtype, code)
     except Exception as exc:
         error = exc
-    rows = allgather_agreed(d.comm, error, rec)
-    parts = rows.view(rdtype)[:, RECORD_HEADER // rdtype.itemsize]
-    if is_mesh(d):  # replicas hold the same elements: count each once
-        parts = parts[sources(d)]
-    total = rdtype.type(combine.reduce(parts, dtype=rdtype))
+    total = get_value(allreduce_agreed(d.comm, error, rec), rdtype)
     if keepdims:
         full = np.full((1,) * d.ndim, total, dtype=rdtype)
         return _from_local(full, get_distributor("not", full.shape, d.comm))
     return total
+
+
+#: (ufunc, dtype) -> the code of the record combiner applying the ufunc (`_ufunc_combiner`)
+_UFUNC_CODES: dict = {}
+
+
+def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
+    """The code of a record combiner (`d2o.core.errors.combiner`) that combines two
+    payloads holding one ``dtype`` value with ``ufunc`` (registered once per pair)."""
+    code = _UFUNC_CODES.get((ufunc, dtype))
+    if code is None:
+        n = dtype.itemsize
+
+        def fold(a: np.ndarray, b: np.ndarray) -> None:
+            y = b.view(np.uint8)[:n].view(dtype)
+            ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
+
+        code = _UFUNC_CODES[ufunc, dtype] = combiner(f"ufunc:{ufunc.__name__}:{dtype.str}", fold)
+    return code
 
 
 def _mesh_reduce(
@@ -357,7 +393,11 @@ def mean(
 
 
 def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -> Any:
-    """Collective: var (or std) over every axis in one Allgather of (count, mean, M2) per rank."""
+    """Collective: var (or std) over every axis in one Allreduce of a 96-byte record.
+
+    Each rank's (count, mean, sum of squared deviations) is combined with Chan et al.'s
+    pairwise update (`_fold_moments`), in rank order: bit-identical on every rank.
+    """
     d = obj.distributor
     error, rdt = None, None
     rec = new_record()
@@ -366,31 +406,21 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
         cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
         acc = np.complex128 if cplx else np.float64
         x = obj.data
-        if x.size:  # count, mean (real, imag), sum of squared deviations
+        # replicas of a mesh hold the same elements: only one of each set counts
+        if x.size and (not is_mesh(d) or d.source(d.comm.rank) is not None):
             m = x.mean(dtype=acc)
             dev = np.subtract(x, m, dtype=acc)
             moments = (x.size, m.real, m.imag, np.vdot(dev, dev).real)
-            rec[RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)[:] = moments
+            payload(rec)[:32].view(np.float64)[:] = moments
+            rec[0] |= VALUE
+            rec[3] = _MOMENTS
             del dev
     except Exception as exc:
         error = exc
-    rows = allgather_agreed(d.comm, error, rec)
-    recs = rows[:, RECORD_HEADER : RECORD_HEADER + 32].view(np.float64)
-    if is_mesh(d):  # replicas hold the same elements: count each once
-        recs = recs[sources(d)]
-    n, mean, m2 = 0.0, 0.0, 0.0
-    for nb, re, im, m2b in recs:  # rank order: bit-identical on every rank
-        if nb == 0:
-            continue
-        mb = complex(re, im) if im else re
-        if n == 0:
-            n, mean, m2 = nb, mb, m2b
-            continue
-        tot = n + nb
-        delta = mb - mean
-        mean = mean + delta * (nb / tot)
-        m2 = m2 + m2b + abs(delta) ** 2 * (n * nb / tot)
-        n = tot
+    out = allreduce_agreed(d.comm, error, rec)
+    n, mean_re, mean_im, m2 = payload(out)[:32].view(np.float64).tolist()
+    if not out[0] & VALUE:  # no elements anywhere
+        n, m2 = 0.0, 0.0
     denom = max(n - ddof, 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         if denom == 0:
@@ -403,6 +433,21 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
         full = np.full((1,) * d.ndim, res, dtype=rdt)
         return _from_local(full, get_distributor("not", full.shape, d.comm))
     return res
+
+
+def _fold_moments(a: np.ndarray, b: np.ndarray) -> None:
+    """Record combiner: the (count, mean real, mean imag, M2) of ``a`` (lower ranks) and
+    ``b`` merged into ``b`` (Chan et al.'s update)."""
+    x, y = a[:4].view(np.float64), b[:4].view(np.float64)
+    na, ra, ia, m2a = x.tolist()
+    nb, rb, ib, m2b = y.tolist()
+    tot = na + nb
+    dr, di = rb - ra, ib - ia
+    w = nb / tot
+    y[:] = (tot, ra + dr * w, ia + di * w, m2a + m2b + (dr * dr + di * di) * (na * nb / tot))
+
+
+_MOMENTS = combiner("moments", _fold_moments)
 
 
 def var(
@@ -494,48 +539,56 @@ def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
     return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
 
 
-def _arg_full_records(obj: D2O, fn: Callable, keepdims: bool) -> tuple:
-    """Collective: every rank's (value, global index) candidate, with the error agreement,
-    in one Allgather of a 96-byte record per rank."""
+def _arg_full(obj: D2O, fn: Callable, name: str, keepdims: bool) -> int:
+    """Collective: the global flat index of ``fn`` (argmax/argmin) over every axis, with
+    the error agreement, in one Allreduce of a 96-byte record (each rank's candidate,
+    value and global index, combined by numpy's rules: `_arg_combiner`)."""
     d = obj.distributor
     error = None
     rec = new_record()
-    h, isz = RECORD_HEADER, obj.dtype.itemsize
     try:
         _probe_dtype(fn, obj, axis=None, keepdims=keepdims)
         gi, val, _ = _arg_local(obj, fn, None, ())
-        rec[h : h + 8] = gi.view(np.uint8)
-        rec[h + 8 : h + 8 + isz] = np.ascontiguousarray(val).view(np.uint8)
+        code = _arg_combiner(name, obj.dtype)  # registered on every rank: all may fold
+        if gi[0] >= 0:  # this rank holds elements
+            pay = payload(rec)
+            pay[:8].view(np.int64)[0] = gi[0]
+            pay[8 : 8 + obj.dtype.itemsize] = np.ascontiguousarray(val).view(np.uint8)
+            rec[0] |= VALUE
+            rec[3] = code
     except Exception as exc:
         error = exc
-    rows = allgather_agreed(d.comm, error, rec)
-    idxs = np.ascontiguousarray(rows[:, h : h + 8]).view(np.int64)
-    vals = np.ascontiguousarray(rows[:, h + 8 : h + 8 + isz]).view(obj.dtype)
-    return vals, idxs
+    out = allreduce_agreed(d.comm, error, rec)
+    return int(payload(out)[:8].view(np.int64)[0])
 
 
-def _best_scalar(name: str, vals: np.ndarray, idxs: np.ndarray, lengths: list) -> int:
-    """The winning global index among the ranks' candidates, numpy's rules: the first NaN
-    wins, ties go to the lowest index (rank order is not index order for every axis)."""
-    best_v = best_i = None
-    argmax = name == "argmax"
-    for r, n in enumerate(lengths):
-        if not n:
-            continue
-        v, i = vals[r], int(idxs[r])
-        if best_v is None:
-            best_v, best_i = v, i
-            continue
-        vnan, bnan = v != v, best_v != best_v
-        if bnan:
-            better = vnan and i < best_i
-        elif vnan:
-            better = True
-        else:
-            better = (v > best_v if argmax else v < best_v) or (v == best_v and i < best_i)
-        if better:
-            best_v, best_i = v, i
-    return best_i
+#: (name, dtype) -> the code of the record combiner of argmax/argmin candidates
+_ARG_CODES: dict = {}
+
+
+def _arg_combiner(name: str, dtype: np.dtype) -> int:
+    """The code of the record combiner keeping the better of two (global index, value)
+    candidates by numpy's rules: the first NaN wins, ties go to the lowest index."""
+    code = _ARG_CODES.get((name, dtype))
+    if code is None:
+        n, argmax = dtype.itemsize, name == "argmax"
+
+        def fold(a: np.ndarray, b: np.ndarray) -> None:
+            pa, pb = a.view(np.uint8), b.view(np.uint8)
+            ia, ib = int(a[0]), int(b[0])  # global indices are never negative here
+            va, vb = pa[8 : 8 + n].view(dtype)[0], pb[8 : 8 + n].view(dtype)[0]
+            anan, bnan = va != va, vb != vb
+            if bnan:
+                better = anan and ia < ib
+            elif anan:
+                better = True
+            else:
+                better = (va > vb if argmax else va < vb) or (va == vb and ia < ib)
+            if better:
+                b[:] = a
+
+        code = _ARG_CODES[name, dtype] = combiner(f"{name}:{dtype.str}", fold)
+    return code
 
 
 def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
@@ -554,24 +607,24 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
             else get_distributor("not", res.shape, d.comm)
         )
         return _from_local(res, lay)
-    if axis is None and not obj.dtype.hasobject:
-        vals, idxs = _arg_full_records(obj, fn, keepdims)
-        ax = 0
-    else:
-        with agreed(d.comm):
-            fn(_probe(obj), axis=axis, keepdims=keepdims)
-            axes = _norm_axes(axis, d.ndim)
-        if is_mesh(d) and any(s in axes for s in d.split_axes()):  # no mesh algorithm yet
-            return _arg(as_slab(obj), name, axis, None, keepdims)
-        if axis is not None and d.axis not in axes:
-            res = fn(obj.data, axis=axis, keepdims=keepdims)
-            gshape = _reduced_shape(d.global_shape, axes, keepdims)
-            return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
-        gi, val, ax = _arg_local(obj, fn, axis, axes)
-        vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
+    if axis is None and not obj.dtype.hasobject and obj.dtype.itemsize <= PAYLOAD_BYTES - 8:
+        best = _arg_full(obj, fn, name, keepdims)
+        if not keepdims:
+            return np.intp(best)
+        res = np.full((1,) * d.ndim, best, dtype=np.intp)
+        return _wrap_result(res, get_distributor("not", res.shape, d.comm))
+    with agreed(d.comm):
+        fn(_probe(obj), axis=axis, keepdims=keepdims)
+        axes = _norm_axes(axis, d.ndim)
+    if is_mesh(d) and any(s in axes for s in d.split_axes()):  # no mesh algorithm yet
+        return _arg(as_slab(obj), name, axis, None, keepdims)
+    if axis is not None and d.axis not in axes:
+        res = fn(obj.data, axis=axis, keepdims=keepdims)
+        gshape = _reduced_shape(d.global_shape, axes, keepdims)
+        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
+    gi, val, ax = _arg_local(obj, fn, axis, axes)
+    vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
     lengths = d.piece_sizes() if is_mesh(d) else d.lengths()
-    if axis is None and not keepdims:  # one candidate per rank: compare numpy scalars
-        return np.intp(_best_scalar(name, vals.reshape(-1), idxs.reshape(-1), lengths))
     best_v, best_i = None, None
     for r in range(d.comm.size):
         if lengths[r] == 0:

@@ -2,8 +2,10 @@
 
 A 62-bit digest of the call's global arguments (`start_check`) rides in the header of
 the operation's first agreement (`d2o.core.errors`), or travels alone for operations that
-write (so that nothing is written when the arguments differ).  On a mismatch, every rank
-raises a ValueError naming the argument and each rank's value.
+write (so that nothing is written when the arguments differ): the digest and its
+complement in one small Allreduce (bitwise OR), equal on every rank iff OR(digest) ==
+~OR(~digest).  On a mismatch, every rank raises a ValueError naming the argument and each
+rank's value (one allgather of the arguments' digests, on that path only).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..array.slabs import MUTATING as _MUTATING
 from ..array.walk import find_arrays
 from ..core.cache import BoundedCache, cached
 from ..core.comm import as_comm, default_comm, pending_check
-from ..core.errors import DIGEST, new_record
+from ..core.errors import DIGEST, NOT_DIGEST, digests_agree, fold_records, new_record
 from ..core.librarian import d2o_librarian
 
 __all__ = ["Check", "start_check"]
@@ -144,10 +146,10 @@ class Check:
     rides in the header of the operation's first agreement (`d2o.core.errors`), or travels
     alone (`standalone`) where the operation has none or writes before it."""
 
-    __slots__ = ("comm", "digest", "fn", "name", "args", "kwargs")
+    __slots__ = ("comm", "word", "fn", "name", "args", "kwargs")
 
     def __init__(self, comm: Any, digest: int, fn: Callable, name: str, args: tuple, kwargs: dict):
-        self.comm, self.digest = comm, digest.to_bytes(8, "little")
+        self.comm, self.word = comm, np.uint64(digest)
         self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
 
     def flush(self) -> None:
@@ -156,15 +158,16 @@ class Check:
         self.standalone()
 
     def standalone(self) -> None:
-        """Collective: one Allgather of an agreement record carrying only the digest (the
-        same call as a folded agreement, so ranks that reach either one match)."""
+        """Collective: one agreement record carrying only the digest (the same Allreduce as
+        a folded agreement, so ranks that reach either one match)."""
         rec = new_record()
-        rec.data[DIGEST] = self.digest
-        self.verdict(self.comm.Allgather(rec))
+        rec[DIGEST], rec[NOT_DIGEST] = self.word, ~self.word
+        self.verdict(self.comm.Allreduce(rec, fold_records))
 
-    def verdict(self, rows: np.ndarray) -> None:
-        """ValueError on every rank unless every row of an agreement carries this digest."""
-        if rows[:, DIGEST].tobytes() == self.digest * len(rows):
+    def verdict(self, record: np.ndarray) -> None:
+        """ValueError on every rank unless every rank's digest in the combined agreement
+        ``record`` equals this one."""
+        if digests_agree(record):
             return
         checked = _checked(self.fn, self.name, self.args, self.kwargs)
         # The check ran after the operation: objects it made on some ranks only (views)

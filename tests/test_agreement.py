@@ -1,0 +1,244 @@
+"""Agreement and small values travel in one small Allreduce, never a per-rank Allgather.
+
+An element access (``x[5]``, ``x[2, 3]``), a reduction to a scalar and checked mode's
+argument check each make one Allreduce of a fixed 96-byte record: the bytes a rank
+sends and receives are the same at any number of processes.  numpy is the oracle for
+the values; the values are identical (bit for bit) on every rank; bad input on one
+rank still raises on every rank.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _helpers import Checks, make, sample
+
+import d2o
+from d2o import default_comm
+from d2o.testing import assert_raises_everywhere, collective_assert
+
+comm = default_comm()
+BAD = comm.size - 1
+RECORD = 96  # bytes of an agreement record (d2o.core.errors.RECORD_WORDS * 8)
+
+DTYPES = ["bool", "int8", "int64", "uint64", "float32", "float64", "complex64", "complex128"]
+LAYOUTS_2D = [("equal", 0), ("equal", 1), ("fftw", 0), ("freeform", 0), ("freeform", 1)]
+MESHES_2D = [("mesh01", 0), ("meshrep", 0), ("cyc2", 0)]
+
+
+def _everywhere_identical(value) -> bool:
+    """True on every rank when ``value`` has the same type and bytes on every rank."""
+    arr = np.asarray(value)
+    if arr.dtype.kind in "fc" and arr.dtype.itemsize in (16, 32) and arr.dtype != np.complex128:
+        mine = (type(value).__name__, repr(arr.tolist()))  # long doubles: padding bytes vary
+    else:
+        mine = (type(value).__name__, arr.tobytes())
+    return len({m for m in comm.allgather(mine)}) == 1
+
+
+def _same_scalar(got, want) -> str | None:
+    """None when ``got`` is numpy's scalar ``want`` (type and value), else what differs."""
+    if type(got) is not type(want):
+        return f"type {type(got).__name__} != {type(want).__name__}"
+    kind, size = np.asarray(want).dtype.kind, np.asarray(want).dtype.itemsize
+    if kind in "fc":
+        tol = 1e-2 if size == 2 else 1e-4 if size == (4 if kind == "f" else 8) else 1e-9
+        if not np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True):
+            return f"{got!r} != {want!r}"
+    elif got != want:
+        return f"{got!r} != {want!r}"
+    return None
+
+
+def _only_allreduce_records(t) -> str | None:
+    """None when every MPI call of trace ``t`` is one 96-byte Allreduce per operation."""
+    for rec in t.records:
+        want = 0 if comm.size == 1 else 1
+        if rec.collectives != want:
+            return f"{rec.op}: {rec.collectives} calls ({t.calls})"
+        if comm.size > 1 and (rec.bytes_sent != RECORD or rec.bytes_received != RECORD):
+            return f"{rec.op}: {rec.bytes_sent}/{rec.bytes_received} bytes ({t.calls})"
+    kinds = {c[1] for c in t.calls}
+    if kinds - {"Allreduce"}:
+        return f"calls other than Allreduce: {t.calls}"
+    return None
+
+
+# -- values: numpy is the oracle ------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["float16", "clongdouble"])
+@pytest.mark.parametrize("strategy,axis", LAYOUTS_2D + MESHES_2D)
+def test_every_element_equals_numpy_and_is_identical_on_every_rank(dtype, strategy, axis):
+    check = Checks()
+    for shape in [(1, 1), (2, 3), (7, 5)]:
+        a = sample(shape, dtype, seed=3)
+        x = make(a, strategy, axis)
+        got = [x[i, j] for i in range(shape[0]) for j in range(shape[1])]
+        got += [x[-1, -1], x[np.int64(0), np.uint8(0)]]
+        want = [a[i, j] for i in range(shape[0]) for j in range(shape[1])]
+        want += [a[-1, -1], a[0, 0]]
+        for g, w in zip(got, want):
+            same = g.tobytes() == w.tobytes() or (dtype == "clongdouble" and g == w)
+            check.true(type(g) is type(w) and same, (shape, g, w))
+        check.true(_everywhere_identical(got), (shape, "differs between ranks"))
+    check.done()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("strategy", ["equal", "fftw", "freeform", "meshrep", "cyc3"])
+def test_one_d_element_get(dtype, strategy):
+    check = Checks()
+    for n in (1, 2, 6, 13):
+        a = sample((n,), dtype, seed=n)
+        x = make(a, strategy)
+        for i in range(-n, n):
+            g = x[i]
+            check.true(type(g) is type(a[i]) and g.tobytes() == a[i].tobytes(), (n, i, g, a[i]))
+        check.true(_everywhere_identical([x[i] for i in range(n)]), (n, "differs"))
+    check.done()
+
+
+SCALAR_OPS = ["sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("strategy,axis", LAYOUTS_2D + MESHES_2D)
+def test_reductions_to_a_scalar_match_numpy(dtype, strategy, axis):
+    check = Checks()
+    for shape in [(0, 3), (1, 1), (3, 1), (5, 3), (13, 4)]:
+        a = sample(shape, dtype, seed=5, positive=True)
+        x = make(a, strategy, axis)
+        for name in SCALAR_OPS:
+            if name in ("var", "std", "mean") and dtype == "bool":
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    want = getattr(a, name)()
+                except Exception as exc:
+                    err = assert_raises_everywhere(type(exc), getattr(x, name))
+                    check.true(type(err) is type(exc), (shape, name, err, exc))
+                    continue
+                got = getattr(x, name)()
+            msg = _same_scalar(got, want)
+            check.true(msg is None, (shape, name, msg))
+            check.true(_everywhere_identical(got), (shape, name, "differs between ranks"))
+    check.done()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "complex64", "float64"])
+def test_keepdims_and_nan_rules(dtype):
+    a = sample((9, 4), dtype, seed=2)
+    if np.dtype(dtype).kind in "fc":
+        a[4, 1] = np.nan
+        a[7, 2] = np.nan
+    x = make(a, "equal", 0)
+    check = Checks()
+    for name in ("sum", "max", "min", "argmax", "argmin", "var"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = getattr(np, name)(a, keepdims=True)
+            got = getattr(x, name)(keepdims=True)
+            check.equal(got, want, rtol=1e-5, what=name)
+            check.true(_same_scalar(getattr(x, name)(), getattr(a, name)()) is None, name)
+    # ties go to the lowest index, on every layout
+    b = np.zeros((6, 3), dtype=dtype)
+    b[1, 2] = b[4, 0] = 1
+    for strategy, axis in LAYOUTS_2D + MESHES_2D:
+        y = make(b, strategy, axis)
+        check.true(y.argmax() == b.argmax() and y.argmin() == b.argmin(), (strategy, axis))
+    check.done()
+
+
+# -- communication: one small Allreduce, the same bytes at any P ------------------------
+
+
+def test_element_get_and_scalar_reductions_make_one_96_byte_allreduce():
+    a = np.arange(40.0).reshape(8, 5)
+    for axis in (0, 1):
+        x = make(a, "equal", axis)
+        v = make(np.arange(12), "equal")
+        with d2o.trace() as t:
+            v[5]
+            x[2, 3]
+            x[-1, 0]
+            for name in ("sum", "max", "min", "prod", "any", "all", "mean"):
+                getattr(x, name)()
+            x.var()
+            x.std()
+            x.argmax()
+            x.argmin()
+            np.sum(x)
+        msg = _only_allreduce_records(t)
+        collective_assert(msg is None, msg)
+        collective_assert(len(t.records) == 15, t.records)
+
+
+def test_checked_mode_rides_on_the_record_and_checks_alone_in_one_allreduce():
+    a = np.arange(40.0).reshape(8, 5)
+    x = make(a, "equal", 0)
+    with d2o.options(check_args=True):
+        with d2o.trace() as t:
+            x[5, 1]
+            x.sum()
+            x.argmax()
+        msg = _only_allreduce_records(t)
+        collective_assert(msg is None, msg)
+        with d2o.trace() as t:
+            x[1, 1] = 2.0  # writes: the check travels alone, before anything is written
+        calls = [c for c in t.calls if c[1] != "Allreduce" or c[2] != RECORD]
+        collective_assert(not calls, t.calls)
+        collective_assert(not any(c[1].startswith("Allgather") for c in t.calls), t.calls)
+    a[1, 1] = 2.0
+    collective_assert(x[1, 1] == 2.0)
+
+
+def test_small_axis_reductions_make_one_allreduce_of_the_result():
+    a = np.arange(40.0).reshape(8, 5)
+    x = make(a, "equal", 0)
+    with d2o.trace() as t:
+        s = x.sum(axis=0)
+    if comm.size > 1:  # the 1-byte agreement, then the partials (not P times their size)
+        got = [c[1:4] for c in t.calls]
+        collective_assert(got == [("Allreduce", 1, 1), ("Allreduce", 40, 40)], t.calls)
+    collective_assert(np.array_equal(s.get_full_data(), a.sum(axis=0)))
+
+
+# -- bad input on one rank: raises on every rank -----------------------------------------
+
+
+def _per_rank(good, bad):
+    return bad if comm.rank == BAD else good
+
+
+two = pytest.mark.skipif(comm.size == 1, reason="needs two ranks to disagree")
+
+
+@two
+def test_bad_key_on_one_rank_raises_everywhere():
+    with d2o.options(check_args=False):
+        v = make(np.arange(12.0), "equal")
+        x = make(np.arange(40.0).reshape(8, 5), "equal", 1)
+        err = assert_raises_everywhere(IndexError, lambda: v[_per_rank(5, 12)])
+        collective_assert(f"raised on rank {BAD}" in str(err) or comm.rank == BAD, str(err))
+        assert_raises_everywhere(IndexError, lambda: x[_per_rank((2, 3), (2, 3, 0))])
+        assert_raises_everywhere(IndexError, lambda: x[_per_rank((2, 3), (2, 9))])
+        assert_raises_everywhere(TypeError, lambda: x.sum(dtype=_per_rank(None, "no-such")))
+        assert_raises_everywhere(TypeError, lambda: x.var(ddof=_per_rank(0, "one")))
+        assert_raises_everywhere(TypeError, lambda: x.std(dtype=_per_rank(None, "no-such")))
+        collective_assert(comm.allreduce(1) == comm.size)  # still in step
+        collective_assert(v[5] == 5.0 and x[2, 3] == 13.0)
+
+
+@two
+def test_checked_mode_mismatch_on_a_scalar_path_names_the_argument():
+    v = make(np.arange(12.0), "equal")
+    with d2o.options(check_args=True):
+        err = assert_raises_everywhere(ValueError, lambda: v[_per_rank(5, 6)])
+        collective_assert("'key'" in str(err), str(err))
+        err = assert_raises_everywhere(ValueError, lambda: v.sum(dtype=_per_rank(None, "f4")))
+        collective_assert("'dtype'" in str(err), str(err))
+    collective_assert(comm.allreduce(1) == comm.size)
