@@ -322,6 +322,7 @@ if MPI is not None:
         "min": MPI.MIN,
         "land": MPI.LAND,
         "lor": MPI.LOR,
+        "bor": MPI.BOR,
     }
 else:  # pragma: no cover
     _MPI_OPS = {}

@@ -216,7 +216,9 @@ def get_value(record: np.ndarray, dtype: np.dtype) -> Any:
     return payload(record)[: dtype.itemsize].view(dtype)[0]
 
 
-def allreduce_agreed(comm: Comm, error: BaseException | None, record: np.ndarray) -> np.ndarray:
+def allreduce_agreed(
+    comm: Comm, error: BaseException | None, record: np.ndarray, combine: bool = False
+) -> np.ndarray:
     """Collective: combine a fixed-size record over the ranks and agree on errors, in one call.
 
     ``record`` (from `new_record`) travels with its error flag in a single Allreduce of
@@ -226,6 +228,11 @@ def allreduce_agreed(comm: Comm, error: BaseException | None, record: np.ndarray
     Returns the combined record, identical on every rank; raises the lowest failing
     rank's exception on every rank if any rank has ``error`` (the message needs more
     calls, on that path only).
+
+    Every record agreement uses the same MPI op (`fold_records`, non-commutative): ranks
+    that reach different agreements (one failed, or checked mode's arguments differ)
+    still enter the same collective algorithm.  ``combine`` says that the call site's
+    payloads have combiners (kept for the reader; the op is the same).
     """
     if error is None and _PENDING[0] is not None:
         error = _PENDING[0]

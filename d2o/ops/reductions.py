@@ -279,7 +279,7 @@ def _full_reduce(
             put_value(rec, val, rdtype, code)
     except Exception as exc:
         error = exc
-    total = get_value(allreduce_agreed(d.comm, error, rec), rdtype)
+    total = get_value(allreduce_agreed(d.comm, error, rec, combine=True), rdtype)
     if keepdims:
         full = np.full((1,) * d.ndim, total, dtype=rdtype)
         return _from_local(full, get_distributor("not", full.shape, d.comm))
@@ -417,7 +417,7 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
             del dev
     except Exception as exc:
         error = exc
-    out = allreduce_agreed(d.comm, error, rec)
+    out = allreduce_agreed(d.comm, error, rec, combine=True)
     n, mean_re, mean_im, m2 = payload(out)[:32].view(np.float64).tolist()
     if not out[0] & VALUE:  # no elements anywhere
         n, m2 = 0.0, 0.0
@@ -558,7 +558,7 @@ def _arg_full(obj: D2O, fn: Callable, name: str, keepdims: bool) -> int:
             rec[3] = code
     except Exception as exc:
         error = exc
-    out = allreduce_agreed(d.comm, error, rec)
+    out = allreduce_agreed(d.comm, error, rec, combine=True)
     return int(payload(out)[:8].view(np.int64)[0])
 
 

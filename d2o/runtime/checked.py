@@ -45,6 +45,12 @@ _SAMPLE_ITEMS = 32  # list/tuple items digested one by one; longer ones as an ar
 _ARRAY_TYPES: set = set()
 _AXES = {None: -1, **{i: i for i in range(64)}}
 _CRCS = BoundedCache(4096)
+#: dtypes whose items hold padding bytes, and the dtype of their two exact halves
+_PADDED = (
+    {np.longdouble: np.float64, np.clongdouble: np.complex128}
+    if np.dtype(np.longdouble).itemsize > 8
+    else {}
+)
 
 
 def _crc(text: Any) -> int:
@@ -87,6 +93,9 @@ def _dig(value: Any) -> int:
         h = (11, value.shape, value.dtype.num)
         if value.dtype.hasobject:
             return hash(h)
+        if value.dtype.type in _PADDED:  # x87 long doubles: their padding bytes are garbage
+            hi = value.astype(_PADDED[value.dtype.type])
+            value = np.stack([hi, (value - hi).astype(hi.dtype)])
         flat = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
         if flat.size > 2 * _SAMPLE:
             return hash(
