@@ -185,7 +185,7 @@ def getitem(self: D2O, key: Any) -> Any:
         d = self.distributor
         if d.ndim == 1:
             n = d.global_shape[0]
-            if not -n <= key < n:  # agreed like any bad key (the others wait in the Allgather)
+            if not -n <= key < n:  # agreed like any bad key (the others wait in the agreement)
                 return get_items(self, key)
             if key < 0:
                 key += n
