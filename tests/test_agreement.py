@@ -2,7 +2,10 @@
 
 An element access (``x[5]``, ``x[2, 3]``), a reduction to a scalar and checked mode's
 argument check each make one Allreduce of a fixed 96-byte record: the bytes a rank
-sends and receives are the same at any number of processes.  numpy is the oracle for
+sends and receives are the same at any number of processes.  Up to
+``d2o.core.comm.RECORD_GATHER_MAX`` ranks the records are gathered and folded locally
+instead (faster there than MPI calling a Python op); this module switches that off, so
+that the Allreduce path runs at 2-4 ranks, and checks the gathered form separately.  numpy is the oracle for
 the values; the values are identical (bit for bit) on every rank; bad input on one
 rank still raises on every rank.
 """
@@ -17,11 +20,22 @@ from _helpers import Checks, make, sample
 
 import d2o
 from d2o import default_comm
+from d2o.core import comm as comm_module
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 comm = default_comm()
 BAD = comm.size - 1
 RECORD = 96  # bytes of an agreement record (d2o.core.errors.RECORD_WORDS * 8)
+
+
+@pytest.fixture(autouse=True)
+def record_allreduce():
+    """The O(log P) path at any number of ranks (not the gathered form of few ranks)."""
+    saved = comm_module.RECORD_GATHER_MAX[0]
+    comm_module.RECORD_GATHER_MAX[0] = 0
+    yield
+    comm_module.RECORD_GATHER_MAX[0] = saved
+
 
 DTYPES = ["bool", "int8", "int64", "uint64", "float32", "float64", "complex64", "complex128"]
 LAYOUTS_2D = [("equal", 0), ("equal", 1), ("fftw", 0), ("freeform", 0), ("freeform", 1)]
@@ -242,3 +256,22 @@ def test_checked_mode_mismatch_on_a_scalar_path_names_the_argument():
         err = assert_raises_everywhere(ValueError, lambda: v.sum(dtype=_per_rank(None, "f4")))
         collective_assert("'dtype'" in str(err), str(err))
     collective_assert(comm.allreduce(1) == comm.size)
+
+
+def test_few_ranks_gather_the_records_and_fold_them_alike():
+    """Up to RECORD_GATHER_MAX ranks: one Allgather of the 96-byte records, folded in rank
+    order, the same values (bit for bit) as the Allreduce path."""
+    a = sample((7, 5), "float64", seed=5)
+    x = make(a, "equal", 0)
+    got = {}
+    for limit in (0, 64):
+        comm_module.RECORD_GATHER_MAX[0] = limit
+        with d2o.trace() as t:
+            got[limit] = (x[3, 2], x.sum(), x.var(), x.argmax(), x.max())
+        if comm.size > 1:
+            kind = "Allreduce" if limit == 0 else "Allgather"
+            recv = RECORD if limit == 0 else RECORD * (comm.size - 1)
+            collective_assert(all(c[1:4] == (kind, RECORD, recv) for c in t.calls), t.calls)
+    same = all(np.asarray(u).tobytes() == np.asarray(v).tobytes() for u, v in zip(*got.values()))
+    collective_assert(same, got)
+    collective_assert(np.isclose(got[64][1], a.sum()) and got[64][3] == a.argmax())

@@ -206,7 +206,7 @@ def test_script_prints_once_errors_reach_it_and_status_is_its_own(tmp_path, n):
         "local_keys: ControllerError",
         "local piece: ControllerError 190.0",
         "command bytes True True",
-        "data calls [('sum', 'Allreduce')]",
+        "data calls [('sum', 'Allgather')]",
     ], got.stdout
     assert lines[14:] == [
         "worker handles bounded True",

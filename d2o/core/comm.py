@@ -185,12 +185,23 @@ class Comm:
         1-D uint64 array) per rank and ``op(a, b)`` folds record ``a`` (of lower ranks)
         into record ``b`` in place.  It runs as a non-commutative MPI user op (rank order,
         so every rank gets the same bits), made once per function, over a datatype of
-        the whole record, so it always sees whole records.  Either way one Allreduce:
-        O(log P) messages of ``send.nbytes`` per rank.
+        the whole record, so it always sees whole records; up to `RECORD_GATHER_MAX` ranks
+        the records are gathered and folded locally in the same order instead (cheaper
+        than a Python op there).  Either way one collective: O(log P) messages of
+        ``send.nbytes`` per rank above that, O(P) bytes received below.
         """
         send = np.ascontiguousarray(send)
         if self.size == 1:
             return send.copy()
+        if not isinstance(op, (str, np.ufunc)) and self.size <= RECORD_GATHER_MAX[0]:
+            # few ranks: their rows, folded here in rank order (the same bits everywhere),
+            # cost less than MPI calling a Python op at every step of its tree
+            rows = self.Allgather(send)
+            out = rows[0].copy()
+            for row in rows[1:]:
+                op(out, row)
+                out = row
+            return out.copy()
         out = np.empty_like(send)
         if isinstance(op, str):
             mpi_op, spec = _MPI_OPS[op], _mpi_type(send.dtype)
@@ -387,6 +398,10 @@ class _Combine:
         self.ufunc(a, b, out=b)
 
 
+#: Up to this many ranks, `Comm.Allreduce` of records gathers the rows and folds them
+#: locally (one Allgather of P records: at 2 ranks about 4 us against 8 for the Allreduce
+#: with a Python op); above it, O(log P) messages of one record.
+RECORD_GATHER_MAX = [8]
 #: fold function of a record `Comm.Allreduce` -> its MPI user op (made once, kept for the process)
 _RECORD_OPS: dict = {}
 #: words per record -> the committed contiguous datatype of one record
