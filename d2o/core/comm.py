@@ -176,7 +176,9 @@ class Comm:
             _tr.note("Allgatherv", mine, sum(bcounts) - mine, self.size)
         return out
 
-    def Allreduce(self, send: np.ndarray, op: str | np.ufunc | Callable) -> np.ndarray:
+    def Allreduce(
+        self, send: np.ndarray, op: str | np.ufunc | Callable, rows: Callable | None = None
+    ) -> np.ndarray:
         """Element-wise reduction of equal-shaped arrays; ``op`` is a name ("sum", "max",
         ...) or a numpy ufunc (MPI's built-in op where it combines alike, else one that
         calls the ufunc, made once per ufunc and dtype).
@@ -187,7 +189,8 @@ class Comm:
         so every rank gets the same bits), made once per function, over a datatype of
         the whole record, so it always sees whole records; up to `RECORD_GATHER_MAX` ranks
         the records are gathered and folded locally in the same order instead (cheaper
-        than a Python op there).  Either way one collective: O(log P) messages of
+        than a Python op there; ``rows(gathered)``, if given, folds them all at once).
+        Either way one collective: O(log P) messages of
         ``send.nbytes`` per rank above that, O(P) bytes received below.
         """
         send = np.ascontiguousarray(send)
@@ -196,9 +199,11 @@ class Comm:
         if not isinstance(op, (str, np.ufunc)) and self.size <= RECORD_GATHER_MAX[0]:
             # few ranks: their rows, folded here in rank order (the same bits everywhere),
             # cost less than MPI calling a Python op at every step of its tree
-            rows = self.Allgather(send)
-            out = rows[0].copy()
-            for row in rows[1:]:
+            gathered = self.Allgather(send)
+            if rows is not None:  # the fold's own form for all rows at once
+                return rows(gathered)
+            out = gathered[0].copy()
+            for row in gathered[1:]:
                 op(out, row)
                 out = row
             return out.copy()

@@ -36,6 +36,7 @@ __all__ = [
     "combiner",
     "digests_agree",
     "fold_records",
+    "fold_rows",
     "DIGEST",
     "NOT_DIGEST",
     "CODE",
@@ -194,6 +195,18 @@ def fold_records(a: np.ndarray, b: np.ndarray) -> None:
     np.bitwise_or(a[:CODE], b[:CODE], out=b[:CODE])
 
 
+def fold_rows(rows: np.ndarray) -> np.ndarray:
+    """`fold_records` over the gathered records of every rank, in rank order (the form of
+    few ranks, `d2o.core.comm.RECORD_GATHER_MAX`): without combiners one bitwise OR."""
+    if not rows[:, CODE].any():  # the owner's value and the others' zeros, flags, digests
+        return np.bitwise_or.reduce(rows, axis=0)
+    out = rows[0].copy()
+    for row in rows[1:]:
+        fold_records(out, row)
+        out = row
+    return out.copy()
+
+
 def new_record() -> np.ndarray:
     """A zeroed record for `allreduce_agreed` (RECORD_WORDS uint64)."""
     return np.zeros(RECORD_WORDS, dtype=np.uint64)
@@ -247,10 +260,10 @@ def allreduce_agreed(
         pending_check[0] = None
         record[DIGEST] = check.word
         record[NOT_DIGEST] = ~check.word
-        out = comm.Allreduce(record, fold_records)
+        out = comm.Allreduce(record, fold_records, rows=fold_rows)
         check.verdict(out)  # a mismatch is reported first: it is the cause
     else:
-        out = comm.Allreduce(record, fold_records)
+        out = comm.Allreduce(record, fold_records, rows=fold_rows)
     if out[0] & ERROR:
         _PENDING[0] = None
         raise_agreed(comm, error)

@@ -21,7 +21,14 @@ from ..array.slabs import MUTATING as _MUTATING
 from ..array.walk import find_arrays
 from ..core.cache import BoundedCache, cached
 from ..core.comm import as_comm, default_comm, pending_check
-from ..core.errors import DIGEST, NOT_DIGEST, digests_agree, fold_records, new_record
+from ..core.errors import (
+    DIGEST,
+    NOT_DIGEST,
+    digests_agree,
+    fold_records,
+    fold_rows,
+    new_record,
+)
 from ..core.librarian import d2o_librarian
 
 __all__ = ["Check", "start_check"]
@@ -171,7 +178,7 @@ class Check:
         a folded agreement, so ranks that reach either one match)."""
         rec = new_record()
         rec[DIGEST], rec[NOT_DIGEST] = self.word, ~self.word
-        self.verdict(self.comm.Allreduce(rec, fold_records))
+        self.verdict(self.comm.Allreduce(rec, fold_records, rows=fold_rows))
 
     def verdict(self, record: np.ndarray) -> None:
         """ValueError on every rank unless every rank's digest in the combined agreement
