@@ -37,6 +37,7 @@ __all__ = [
     "receive_piece",
     "CommandPickler",
     "CommandUnpickler",
+    "unpickler_for",
 ]
 
 
@@ -213,18 +214,29 @@ class CommandPickler(pickle.Pickler):
 
 class CommandUnpickler(pickle.Unpickler):
     """A worker: unpickles a command, handles replaced by its own objects and pieces
-    received (``session``: the worker's `Session`)."""
+    received.  Use the subclass `unpickler_for` makes for the worker's session."""
 
-    def __init__(self, file: Any, session: Session) -> None:
-        super().__init__(file)
-        self.session = session
+    objects: dict  # handle -> object (the worker session's)
+    comm: Any  # the commands' communicator
 
     def persistent_load(self, pid: Any) -> Any:
         if pid == "world":
             return default_comm()
         if pid[0] == "piece":
-            return receive_piece(self.session.comm, *pid[1:])
+            return receive_piece(self.comm, *pid[1:])
         try:
-            return self.session.objects[pid]
+            return self.objects[pid]
         except KeyError:
             raise ControllerError(f"handle {pid} is unknown on this rank") from None
+
+
+def unpickler_for(session: Session) -> type[CommandUnpickler]:
+    """The `CommandUnpickler` of a worker's ``session`` (its objects and communicator as
+    class attributes: each command's unpickler is then made by pickle's own constructor,
+    with no Python ``__init__`` on the workers' path)."""
+
+    class SessionUnpickler(CommandUnpickler):
+        objects = session.objects
+        comm = session.comm
+
+    return SessionUnpickler

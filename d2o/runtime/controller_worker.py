@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.comm import MPI
 from .controller_state import ERR_TAG, HEADER, LENGTH, NONE, Session
-from .controller_wire import CommandUnpickler
+from .controller_wire import unpickler_for
 
 __all__ = ["Worker"]
 
@@ -74,7 +74,8 @@ class Worker(Session):
     -----
     Attributes besides `Session`'s: ``keys`` (operation number -> operation key, as
     rank 0 sent them), ``fns`` (operation number -> the operation, resolved once),
-    ``pending_reports`` (requests of the error reports sent to rank 0).
+    ``pending_reports`` (requests of the error reports sent to rank 0), ``unpickler``
+    (the commands' unpickler class, `unpickler_for` this session).
     """
 
     def __init__(self, comm: Any) -> None:
@@ -83,6 +84,7 @@ class Worker(Session):
         self.keys: dict = {}
         self.fns: dict = {}
         self.pending_reports: list = []
+        self.unpickler = unpickler_for(self)
 
     def register(self, obj: Any, handle: tuple) -> None:
         """Keep ``obj`` under ``handle`` until rank 0 frees it."""
@@ -98,7 +100,7 @@ class Worker(Session):
         """Run one command; its number if it failed (the exception is reported to rank 0)."""
         seq, name = 0, "?"
         try:
-            seq, code, args, kwargs, init = CommandUnpickler(io.BytesIO(blob), self).load()
+            seq, code, args, kwargs, init = self.unpickler(io.BytesIO(blob)).load()
             key = self.keys[code]
             name = key[-1]
             fn = self.fns.get(code)
