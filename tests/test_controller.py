@@ -147,7 +147,7 @@ FEATURES = """
         w = x * i
     del w
     sizes = np.arange(float(comm.size), dist="equal").apply_scalar_function(
-        lambda v: float(len(_controller._objects))
+        lambda v: float(len(_controller.session().objects))
     )
     print("worker handles bounded", float(sizes.max()) < 40)
     print("iterate", [float(v) for v in np.arange(5.0)])

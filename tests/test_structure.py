@@ -193,13 +193,8 @@ def test_operations_page_is_current():
     assert mod.OUT.read_text() == mod.render(), "run python tools/operations_table.py"
 
 
-#: module path -> why it still imports private names of other d2o modules
-PRIVATE_IMPORTS = {
-    "d2o/runtime/controller.py": "controller mode's state, being made one object",
-    "d2o/runtime/controller_calls.py": "controller mode's state, being made one object",
-    "d2o/runtime/controller_worker.py": "controller mode's state, being made one object",
-    "d2o/runtime/controller_wire.py": "controller mode's state, being made one object",
-}
+#: module path -> why it still uses private names of other d2o modules (none left)
+PRIVATE_IMPORTS: dict[str, str] = {}
 
 
 def _private_imports(path: Path) -> list[str]:

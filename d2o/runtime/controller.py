@@ -5,12 +5,12 @@ executes the script, ranks > 0 execute the d2o operations rank 0 sends them.  Th
 script is sequential: it prints once, opens files once, needs no ``if rank == 0``.
 
 How it works.  Every public operation already passes the funnel (`d2o.runtime.funnel`).  In
-controller mode the funnel hands each outermost call on rank 0 to `_call`
-(`d2o.runtime.controller_calls`), which
+controller mode the funnel hands each outermost call on rank 0 to the `call` method of
+rank 0's session (`d2o.runtime.controller_calls.Controller`), which
 
 * pickles a *command* (the operation's number, its arguments with every d2o object
   replaced by a handle) and queues it;
-* sends it at once when the operation has a large operand (`_ahead`), none (creation),
+* sends it at once when the operation has a large operand (``_ahead``), none (creation),
   or communicated the last time it ran, so that the workers compute while rank 0 does;
   otherwise the queue travels as one batch on rank 0's next MPI call (a chain of small
   element-wise operations costs one message), at 64 commands, or when the program ends;
@@ -20,7 +20,7 @@ controller mode the funnel hands each outermost call on rank 0 to `_call`
 
 Only this metadata travels from rank 0 (recorded in a trace as ``command`` calls);
 array data moves only as the operations themselves move it, except that a large numpy
-array made distributed by a creation function is scattered (`_Piece`: each worker
+array made distributed by a creation function is scattered (`Piece`: each worker
 receives its box).  Handles freed on rank 0 (garbage collection) are freed on the
 workers with the next batch, before the commands queued after their death.
 
@@ -33,10 +33,12 @@ everywhere, so nothing waits in a collective alone.  Ctrl-C (SIGINT) on rank 0 i
 held back while a sent operation runs and raised as KeyboardInterrupt when it has
 finished, so the workers stay in step.
 
-The modules: `d2o.runtime.controller_state` (the state, shared by reference),
-`.controller_wire` (handles, the pickled commands, `_Piece`), `.controller_calls` (rank 0's
-call path, `_send`, `flush`), `.controller_worker` (`serve`), and this one: starting and
-stopping the mode, the script's communicator.  Their names stay importable from here.
+The modules: `d2o.runtime.controller_state` (the constants, `Session`: the state both
+roles share), `.controller_wire` (the pickled commands, `Piece`), `.controller_calls`
+(`Controller`, rank 0's session: the call path, `send`, `flush`, Ctrl-C),
+`.controller_worker` (`Worker`, the other ranks' session: `serve`), and this one:
+starting and stopping the mode, the script's communicator, and the public functions,
+which act on this process's session (`session`).
 """
 
 from __future__ import annotations
@@ -44,69 +46,33 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..core import watchdog as _watchdog
+from ..core import hooks, watchdog
 from ..core.comm import MPI, Comm, default_comm
-from . import funnel as _funnel
-from .controller_calls import (  # noqa: F401 - re-exported
-    _before_comm,
-    _call,
-    _release_sigint,
-    _send,
-    flush,
-    install_sigint,
-)
-from .controller_state import (  # noqa: F401 - the state, re-exported (shared cells)
-    _AHEAD_BYTES,
-    _CODES,
-    _ERR_TAG,
-    _FNS,
-    _HEADER,
-    _KEYS,
-    _LENGTH,
-    _MAX_BYTES,
-    _MAX_QUEUED,
-    _NONE,
-    _PICKLER,
-    _PIECE_TAG,
-    _SCATTER_BYTES,
-    _SCATTERING,
-    _SCRIPT_COMM,
-    ControllerError,
-    _comm,
-    _discard,
-    _failed,
-    _flushed,
-    _freed,
-    _handles,
-    _headers,
-    _new_codes,
-    _objects,
-    _outgoing,
-    _pending_reports,
-    _poisoned,
-    _queue,
-    _queued_bytes,
-    _refs,
-    _reports,
-    _requests,
-    _seq,
-    _sigint,
-    _talked,
-    _talks,
-    _turn,
-    _unagreed,
-    is_controller,
-    role,
-)
-from .controller_wire import (  # noqa: F401 - re-exported
-    _dumps,
-    _Pickler,
-    _Piece,
-    _Unpickler,
-)
-from .controller_worker import _execute, serve  # noqa: F401 - re-exported
+from . import funnel
+from .controller_calls import Controller
+from .controller_state import ControllerError, Session, is_controller, role
+from .controller_worker import Worker
 
-__all__ = ["ControllerError", "start_controller", "serve", "flush", "stop", "is_controller"]
+__all__ = [
+    "ControllerError",
+    "start_controller",
+    "serve",
+    "flush",
+    "stop",
+    "is_controller",
+    "install_sigint",
+    "session",
+]
+
+#: This process's session: a `Controller` on rank 0, a `Worker` on the others, None
+#: before `start_controller`.
+_session: Session | None = None
+
+
+def session() -> Session | None:
+    """This process's controller-mode session (None before `start_controller`): rank 0's
+    `Controller` or a worker's `Worker`, which hold the mode's state."""
+    return _session
 
 
 # -- starting and stopping ----------------------------------------------------------------
@@ -142,16 +108,13 @@ class _ScriptComm:
         return f"<d2o controller-mode communicator: rank 0 of {self.size}; calls refused>"
 
 
-def _script_comm() -> Any:
-    return _SCRIPT_COMM[0]
-
-
-def _script_comm_of(fget: Any) -> property:
-    """``x.comm``: `_ScriptComm` for the script on rank 0, else ``fget``'s (d2o's own)."""
+def _script_comm_of(fget: Any, script: _ScriptComm) -> property:
+    """``x.comm``: ``script`` for the script on rank 0, else ``fget``'s (d2o's own)."""
+    depth = hooks.depth
 
     def comm(self: Any) -> Any:
-        if role[0] == "controller" and not _funnel._depth[0]:
-            return _SCRIPT_COMM[0]
+        if role[0] == "controller" and not depth[0]:
+            return script
         return fget(self)
 
     return property(comm, doc=fget.__doc__)
@@ -163,9 +126,11 @@ _COMM_METHODS = (
 )  # fmt: skip
 
 
-def _guard(method: Any) -> Any:
+def _guard(method: Any, before: Any) -> Any:
+    """``method`` of `Comm`, calling ``before()`` first (rank 0 sends the queued batch)."""
+
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _before_comm()
+        before()
         return method(self, *args, **kwargs)
 
     guarded.__name__ = method.__name__
@@ -174,28 +139,36 @@ def _guard(method: Any) -> Any:
 
 
 def _start(rank: int) -> None:
+    global _session
     if MPI is None:
         raise ControllerError("controller mode needs MPI (mpi4py); D2O_MPI=0 switches it off")
     world = default_comm()
-    _watchdog.stop()  # controller mode has its own handling of failures
-    _watchdog.uninstall_excepthook()
-    _comm[0] = world.mpi.Dup()
+    watchdog.stop()  # controller mode has its own handling of failures
+    watchdog.uninstall_excepthook()
+    comm = world.mpi.Dup()  # the commands' own communicator
 
     import d2o.numpy  # noqa: F401 - every rank knows every operation from the start
 
-    _funnel.controlled[0] = True
-    _funnel.refresh()
-    D = d2o.distributed_data_object
-    D.comm = _script_comm_of(D.__dict__["comm"].fget)  # type: ignore[method-assign,assignment]
+    funnel.controlled[0] = True
+    funnel.refresh()
     if rank == 0:
+        script = _ScriptComm(world.size)
+        ctl = Controller(comm, script)
+        _session = ctl
+        D = d2o.distributed_data_object
+        D.comm = _script_comm_of(D.__dict__["comm"].fget, script)  # type: ignore[method-assign,assignment]
         role[0] = "controller"
         for m in _COMM_METHODS:
-            setattr(Comm, m, _guard(getattr(Comm, m)))
-        _funnel.controller[0] = _call
-        install_sigint()
-        _SCRIPT_COMM[0] = _ScriptComm(world.size)
-        d2o.default_comm = _script_comm  # type: ignore[assignment]
+            setattr(Comm, m, _guard(getattr(Comm, m), ctl.before_comm))
+        funnel.controller[0] = ctl.call
+        ctl.install_sigint()
+
+        def script_comm() -> Any:
+            return script
+
+        d2o.default_comm = script_comm  # type: ignore[assignment]
     else:
+        _session = Worker(comm)
         role[0] = "worker"
 
 
@@ -207,15 +180,38 @@ def start_controller() -> bool:
     return rank == 0
 
 
+def serve() -> int:
+    """Ranks > 0: run the commands rank 0 sends until it says the program ended.
+
+    Returns the program's exit status (the script's, sent by rank 0).
+    """
+    worker = _session
+    if not isinstance(worker, Worker):
+        raise ControllerError("serve() runs on ranks > 0, after start_controller()")
+    return worker.serve()
+
+
+def flush() -> None:
+    """Rank 0 of controller mode: send what is queued now (no-op elsewhere)."""
+    ctl = _session
+    if role[0] == "controller" and isinstance(ctl, Controller):
+        ctl.flush()
+
+
+def install_sigint() -> None:
+    """Rank 0 of controller mode: hold Ctrl-C back while the workers run a sent operation
+    (the kernel calls it before each cell: IPython sets its own handler); no-op elsewhere."""
+    ctl = _session
+    if isinstance(ctl, Controller):
+        ctl.install_sigint()
+
+
 def stop(exit_code: int = 0) -> None:
     """Rank 0: send what is queued and tell the workers to exit with ``exit_code``."""
-    if role[0] != "controller":
+    ctl = _session
+    if role[0] != "controller" or not isinstance(ctl, Controller):
         return
-    _funnel.controller[0] = None
-    _send(exit_code=int(exit_code))
-    for r in _requests:
-        if r is not None:
-            r.Wait()
-    _release_sigint(raising=True)
+    funnel.controller[0] = None
+    ctl.finish(int(exit_code))
     role[0] = None
     sys.stdout.flush()

@@ -1,18 +1,16 @@
-"""Controller mode's wire format: handles, commands, scattered pieces (`d2o.runtime.controller`).
+"""Controller mode's wire format: commands, scattered pieces (`d2o.runtime.controller`).
 
 A command is a pickle of (number, operation code, arguments, init) in which every d2o
-object is a handle ``(command, position)``; a large numpy argument of a creation function
-travels as a `_Piece` (each worker receives its box, point to point, `_send_pieces`).
-`_agree` is the one collective both sides make: an Allreduce of one int64.
+object is a handle ``(command, position)`` (`CommandPickler` on rank 0,
+`CommandUnpickler` on the workers); a large numpy argument of a creation function
+travels as a `Piece` (each worker receives its box, point to point: `send_pieces`,
+`receive_piece`).
 """
 
 from __future__ import annotations
 
-import functools
-import io
 import pickle
 import types
-import weakref
 from typing import Any
 
 import numpy as np
@@ -23,85 +21,24 @@ from ..core.comm import MPI, Comm, default_comm
 from ..layouts.distributors import get_distributor
 from ..ops.creation import distributor_for
 from .controller_state import (
-    _PICKLER,
-    _PIECE_TAG,
-    _SCATTER_BYTES,
-    _SCATTERING,
-    _SCRIPT_COMM,
+    PIECE_TAG,
+    SCATTER_BYTES,
+    SCATTERING,
     ControllerError,
-    _comm,
-    _freed,
-    _handles,
-    _objects,
-    _outgoing,
-    _poisoned,
-    _queue,
-    _refs,
-    role,
+    Session,
+    needs_handle,
 )
 
-__all__: list = []
-
-
-# -- handles ---------------------------------------------------------------------------
-
-
-def _needs_handle(obj: Any) -> bool:
-    """Objects that must be named on the workers: d2o's own (arrays, generators, layouts)."""
-    mod = getattr(type(obj), "__module__", "") or ""
-    return mod.startswith("d2o.") and not isinstance(obj, BaseException)
-
-
-def _results(res: Any, out: list) -> list:
-    """The objects of ``res`` that need handles, in a fixed order (both sides walk alike)."""
-    if isinstance(res, (tuple, list)):
-        for v in res:
-            _results(v, out)
-    elif type(res) is dict:
-        for v in res.values():
-            _results(v, out)
-    elif _needs_handle(res):
-        out.append(res)
-    return out
-
-
-#: Result types that never need a handle (the common scalar results, checked first).
-_PLAIN_RESULTS = frozenset((type(None), bool, int, float, complex, np.float64, np.int64,
-                            np.bool_, np.ndarray))  # fmt: skip
-
-
-def _name_results(res: Any, seq: int, pos: int) -> None:
-    if type(res) in _PLAIN_RESULTS:
-        return
-    for obj in _results(res, []):
-        if id(obj) not in _handles:
-            _register(obj, (seq, pos))
-            pos += 1
-
-
-def _register(obj: Any, handle: tuple) -> None:
-    oid = id(obj)
-    _handles[oid] = handle
-    if role[0] == "worker":
-        _objects[handle] = obj
-        return
-    try:
-        _refs[handle] = weakref.ref(obj, functools.partial(_gone, oid, handle))
-    except TypeError:  # not weakly referable: kept for the whole run
-        pass
-
-
-def _gone(oid: int, handle: tuple, ref: Any = None) -> None:
-    if _handles.get(oid) == handle:
-        del _handles[oid]
-    _refs.pop(handle, None)
-    _freed.append((handle, len(_queue)))
-
-
-def _drop(handle: tuple) -> None:
-    obj = _objects.pop(handle, None)
-    if obj is not None:
-        _handles.pop(id(obj), None)
+__all__ = [
+    "Piece",
+    "scattered",
+    "scattered_init",
+    "send_pieces",
+    "receive_piece",
+    "CommandPickler",
+    "CommandUnpickler",
+    "unpickler_for",
+]
 
 
 # -- pickling commands --------------------------------------------------------------------
@@ -117,7 +54,7 @@ def _by_value(obj: Any) -> bool:
 _PLAIN = frozenset((int, float, str, bool, type(None), tuple, list, dict, bytes, slice, complex))
 
 
-class _Piece:
+class Piece:
     """A large numpy argument of a creation function, as a command carries it: rank 0
     sends each worker its box of the array (point to point, after the batch), and the
     worker's copy is an ``empty`` array of the whole shape with only that box filled
@@ -129,17 +66,17 @@ class _Piece:
         self.array, self.boxes = array, boxes
 
 
-def _scattered(name: str, args: tuple, kwargs: dict) -> tuple:
+def scattered(name: str, args: tuple, kwargs: dict, size: int) -> tuple:
     """``args`` with a large numpy first argument of a creation function replaced by a
-    `_Piece` when the result is cut into slabs (else ``args`` itself)."""
+    `Piece` when the result is cut into slabs over ``size`` ranks (else ``args`` itself)."""
     a = args[0] if args else None
     if (
-        name not in _SCATTERING
+        name not in SCATTERING
         or type(a) is not np.ndarray
-        or a.nbytes < _SCATTER_BYTES
+        or a.nbytes < SCATTER_BYTES
         or a.dtype.hasobject
         or kwargs.get("ndmin")
-        or _comm[0].Get_size() == 1
+        or size == 1
     ):
         return args
 
@@ -151,20 +88,20 @@ def _scattered(name: str, args: tuple, kwargs: dict) -> tuple:
         return args
     if d.replicated:
         return args
-    return (_Piece(a, [d.region(r) for r in range(d.comm.size)]), *args[1:])
+    return (Piece(a, [d.region(r) for r in range(d.comm.size)]), *args[1:])
 
 
 _INIT_ARGS = ("global_data", "global_shape", "dtype", "local_data", "local_shape",
               "distribution_strategy", "comm", "copy", "axis")  # fmt: skip
 
 
-def _scattered_init(args: tuple, kwargs: dict) -> tuple:
+def scattered_init(args: tuple, kwargs: dict, size: int) -> tuple:
     """``(args, kwargs)`` of ``distributed_data_object(global_data=a, ...)`` (``args``
-    without ``self``), a large numpy ``a`` replaced by a `_Piece` when the strategy is
-    'equal' or 'fftw' (the layout every rank computes alike)."""
+    without ``self``), a large numpy ``a`` replaced by a `Piece` when the strategy is
+    'equal' or 'fftw' (the layout every rank computes alike) and ``size`` > 1."""
     named = dict(zip(_INIT_ARGS, args))
     a = named.get("global_data", kwargs.get("global_data"))
-    if type(a) is not np.ndarray or a.nbytes < _SCATTER_BYTES or a.dtype.hasobject:
+    if type(a) is not np.ndarray or a.nbytes < SCATTER_BYTES or a.dtype.hasobject:
         return args, kwargs
 
     get = {**kwargs, **named}.get
@@ -175,64 +112,83 @@ def _scattered_init(args: tuple, kwargs: dict) -> tuple:
         or get("global_shape") is not None
         or type(axis) is not int
         or not 0 <= axis < a.ndim
-        or _comm[0].Get_size() == 1
+        or size == 1
     ):
         return args, kwargs
     d = get_distributor(strategy, a.shape, default_comm(), axis)
-    piece = _Piece(a, [d.region(r) for r in range(d.comm.size)])
+    piece = Piece(a, [d.region(r) for r in range(d.comm.size)])
     if "global_data" in named:
         return (piece, *args[1:]), kwargs
     return args, {**kwargs, "global_data": piece}
 
 
-def _send_pieces(pieces: list) -> None:
-    """Rank 0: every worker's box of each `_Piece` of the batch just sent."""
-    comm = _comm[0]
+def send_pieces(comm: Any, pieces: list) -> None:
+    """Rank 0: every worker's box of each `Piece` of the batch just sent (Isend on the
+    commands' communicator ``comm``)."""
     requests, sent = [], 0
     for p in pieces:
         for r in range(1, comm.Get_size()):
             box = p.boxes[r]
             if box and all(b > a for a, b in box):
                 part = np.ascontiguousarray(p.array[tuple(slice(a, b) for a, b in box)])
-                requests.append(comm.Isend([part, MPI.BYTE], dest=r, tag=_PIECE_TAG))
+                requests.append(comm.Isend([part, MPI.BYTE], dest=r, tag=PIECE_TAG))
                 sent += part.nbytes
     MPI.Request.Waitall(requests)
     if _tr.active:
         _tr.note("scatter", sent, 0, comm.Get_size())
 
 
-def _receive_piece(shape: tuple, dtype: Any, boxes: list) -> np.ndarray:
-    """A worker: the whole-shaped array of a `_Piece`, this rank's box received."""
+def receive_piece(comm: Any, shape: tuple, dtype: Any, boxes: list) -> np.ndarray:
+    """A worker: the whole-shaped array of a `Piece`, this rank's box received (Recv on
+    the commands' communicator ``comm``)."""
     out = np.empty(shape, dtype=dtype)
-    box = boxes[_comm[0].Get_rank()]
+    box = boxes[comm.Get_rank()]
     if box and all(b > a for a, b in box):
         part = np.empty(tuple(b - a for a, b in box), dtype=dtype)
-        _comm[0].Recv([part, MPI.BYTE], source=0, tag=_PIECE_TAG)
+        comm.Recv([part, MPI.BYTE], source=0, tag=PIECE_TAG)
         out[tuple(slice(a, b) for a, b in box)] = part
     return out
 
 
-class _Pickler(pickle.Pickler):
+class CommandPickler(pickle.Pickler):
+    """Rank 0: pickles a command, naming d2o objects by their handles.
+
+    Parameters
+    ----------
+    file : file object
+        Where the pickle goes.
+    session : Controller
+        Rank 0's session: its ``handles``, ``poisoned`` (commands whose results some
+        worker could not compute), ``outgoing`` (the `Piece` objects of the queued commands,
+        appended to here) and ``script_comm`` (the communicator the script sees).
+    """
+
+    def __init__(self, file: Any, session: Any) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        # the session's containers, never rebound: read without its attribute lookups
+        self.handles, self.poisoned = session.handles, session.poisoned
+        self.outgoing, self.script_comm = session.outgoing, session.script_comm
+
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) in _PLAIN:
             return None
-        if type(obj) is _Piece:
-            _outgoing.append(obj)
+        if type(obj) is Piece:
+            self.outgoing.append(obj)
             return ("piece", obj.array.shape, obj.array.dtype, obj.boxes)
-        h = _handles.get(id(obj))
+        h = self.handles.get(id(obj))
         if h is not None:
-            if h[0] in _poisoned:
+            if h[0] in self.poisoned:
                 raise ControllerError(
-                    f"this array could not be computed on every rank ({_poisoned[h[0]]}); "
+                    f"this array could not be computed on every rank ({self.poisoned[h[0]]}); "
                     "compute it again"
                 )
             return h
-        if _needs_handle(obj) and hasattr(obj, "distributor") and hasattr(obj, "data"):
+        if needs_handle(obj) and hasattr(obj, "distributor") and hasattr(obj, "data"):
             raise ControllerError(
                 "this distributed array was not made by a d2o operation on rank 0, so the "
                 "other ranks do not have it"
             )
-        if obj is _SCRIPT_COMM[0]:
+        if obj is self.script_comm:
             return "world"
         if isinstance(obj, Comm) or (MPI is not None and isinstance(obj, MPI.Comm)):
             if obj is default_comm() or obj is getattr(default_comm(), "mpi", None):
@@ -256,39 +212,31 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-class _Unpickler(pickle.Unpickler):
+class CommandUnpickler(pickle.Unpickler):
+    """A worker: unpickles a command, handles replaced by its own objects and pieces
+    received.  Use the subclass `unpickler_for` makes for the worker's session."""
+
+    objects: dict  # handle -> object (the worker session's)
+    comm: Any  # the commands' communicator
+
     def persistent_load(self, pid: Any) -> Any:
         if pid == "world":
             return default_comm()
         if pid[0] == "piece":
-            return _receive_piece(*pid[1:])
+            return receive_piece(self.comm, *pid[1:])
         try:
-            return _objects[pid]
+            return self.objects[pid]
         except KeyError:
             raise ControllerError(f"handle {pid} is unknown on this rank") from None
 
 
-def _dumps(value: Any) -> bytes:
-    if not _PICKLER:
-        buf = io.BytesIO()
-        _PICKLER.append((buf, _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)))
-    buf, pickler = _PICKLER[0]
-    buf.seek(0)
-    buf.truncate()
-    pickler.clear_memo()
-    try:
-        pickler.dump(value)
-    except BaseException:
-        _PICKLER.clear()  # a failed dump may leave the pickler in any state
-        raise
-    return buf.getvalue()
+def unpickler_for(session: Session) -> type[CommandUnpickler]:
+    """The `CommandUnpickler` of a worker's ``session`` (its objects and communicator as
+    class attributes: each command's unpickler is then made by pickle's own constructor,
+    with no Python ``__init__`` on the workers' path)."""
 
+    class SessionUnpickler(CommandUnpickler):
+        objects = session.objects
+        comm = session.comm
 
-def _agree(first_failed: int) -> int:
-    """Every rank: the first command of the batch that failed on some rank (or _NONE)."""
-    buf = np.array([first_failed], dtype=np.int64)
-    out = np.empty_like(buf)
-    _comm[0].Allreduce([buf, MPI.INT64_T], [out, MPI.INT64_T], op=MPI.MIN)
-    if _tr.active:
-        _tr.note("command", 8, 8, _comm[0].size)
-    return int(out[0])
+    return SessionUnpickler
