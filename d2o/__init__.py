@@ -12,7 +12,7 @@ from .ops import indexing as _indexing
 from .ops import shape as _shape_ops
 from .ops import special as _special
 from .core import watchdog as _watchdog
-from .core.comm import default_comm
+from .core.comm import user_default_comm as default_comm
 from .core.config import get_option, options, set_options
 from .runtime.controller import ControllerError
 from .layouts.distributors import STRATEGIES

@@ -4,8 +4,7 @@
   `LAZY` with their reason (``import d2o`` must stay fast: the numpy namespace and the
   controller load on first use).
 - Nothing of d2o is ``setattr``'d onto a module or class at run time, except the places in
-  `PATCHES`: the registry's class decorator (at definition) and controller mode's guarded
-  communicator.
+  `PATCHES`: the registry's class decorator (at definition).
 - No module of d2o/ over 800 lines.
 
 The layers themselves (imports only downwards, no cycle) are import-linter's contracts in
@@ -37,7 +36,6 @@ LAZY = {
 PATCHES = {
     "d2o/core/registry.py": "at class definition only: `operations` puts the trampolines of "
     "the methods into the class body it decorates",
-    "d2o/runtime/controller.py": "controller mode's guarded Comm methods and script comm",
 }
 MAX_LINES = 800
 

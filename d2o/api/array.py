@@ -17,7 +17,9 @@ from ..array.base import ArrayBase, as_shape
 from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import as_comm
+from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed, check_gather
+from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
 from ..core.registry import marked, operations
 from ..layouts.distributors import (
@@ -342,7 +344,10 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     @property
     def comm(self) -> Any:
-        """The communicator (mpi4py's, or the serial stand-in)."""
+        """The communicator (mpi4py's, or the serial stand-in; in controller mode, for the
+        script on rank 0, a stand-in whose calls refuse)."""
+        if _script_comm[0] is not None and not _depth[0]:
+            return _script_comm[0]
         c = self.distributor.comm
         return c if c.mpi is None else c.mpi
 

@@ -79,6 +79,8 @@ class Comm:
     # -- small, pickled metadata ------------------------------------------
     def allreduce(self, value: Any, op: str = "sum") -> Any:
         """Reduce a small Python value over all ranks; every rank gets the result."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size == 1:
             return value
         if pending_check[0] is not None:
@@ -91,6 +93,8 @@ class Comm:
 
     def any_flag(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is true on any rank (a one-byte buffer Allreduce)."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size == 1:
             return bool(flag)
         send = _FLAG_SEND
@@ -105,6 +109,8 @@ class Comm:
 
     def allgather(self, value: Any) -> list:
         """Gather one small picklable value from every rank, on every rank."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size == 1:
             return [value]
         if pending_check[0] is not None:
@@ -118,6 +124,8 @@ class Comm:
 
     def bcast(self, value: Any, root: int = 0) -> Any:
         """Broadcast a small picklable value from ``root``."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size == 1:
             return value
         if pending_check[0] is not None:
@@ -133,6 +141,8 @@ class Comm:
 
     def barrier(self) -> None:
         """Wait for every rank."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size > 1:
             if pending_check[0] is not None:
                 pending_check[0].flush()
@@ -144,6 +154,8 @@ class Comm:
     # -- numpy buffers ------------------------------------------------------
     def Allgather(self, send: np.ndarray) -> np.ndarray:
         """Gather equal-shaped arrays from all ranks; returns shape (size,)+send.shape."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         send = np.ascontiguousarray(send)
         out = np.empty((self.size,) + send.shape, dtype=send.dtype)
         if self.size == 1:
@@ -159,6 +171,8 @@ class Comm:
 
     def Allgatherv(self, send: np.ndarray, counts: list[int]) -> np.ndarray:
         """Concatenate 1-D arrays of ``counts[r]`` elements from every rank."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         send = np.ascontiguousarray(send).reshape(-1)
         out = np.empty(sum(counts), dtype=send.dtype)
         if self.size == 1:
@@ -193,6 +207,8 @@ class Comm:
         Either way one collective: O(log P) messages of
         ``send.nbytes`` per rank above that, O(P) bytes received below.
         """
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         send = np.ascontiguousarray(send)
         if self.size == 1:
             return send.copy()
@@ -227,6 +243,8 @@ class Comm:
 
     def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:
         """Broadcast a contiguous array in place from ``root``."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if self.size > 1 and buf.nbytes:
             if pending_check[0] is not None:
                 pending_check[0].flush()
@@ -248,6 +266,8 @@ class Comm:
     ):
         """All-to-all with one (count, datatype) pair per peer (see redistribution), at
         byte displacements ``sdispls``/``rdispls`` (default: all 0)."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         zeros = [0] * self.size
         if pending_check[0] is not None:
             pending_check[0].flush()
@@ -265,6 +285,8 @@ class Comm:
 
     def Alltoallv(self, send: np.ndarray, sc: list, recv: np.ndarray, rc: list, datatype) -> None:
         """All-to-all of 1-D buffers grouped by peer: ``sc[r]``/``rc[r]`` elements of ``datatype``."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         sd = [0] * self.size
         rd = [0] * self.size
         for r in range(1, self.size):
@@ -283,6 +305,8 @@ class Comm:
         """Point-to-point: send each ``(peer, contiguous array)`` of ``sends`` and receive
         into each ``(peer, contiguous array)`` of ``recvs`` (non-blocking, then wait for
         all).  Only the ranks named talk; every pair must name each other alike."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         tag = _P2P_TAG
         if pending_check[0] is not None:
             pending_check[0].flush()
@@ -296,6 +320,8 @@ class Comm:
 
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if pending_check[0] is not None:
             pending_check[0].flush()
         self.calls += 1
@@ -305,6 +331,8 @@ class Comm:
 
     def recv(self, source: int, tag: int = 0) -> Any:
         """Point-to-point receive of a small picklable value."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if pending_check[0] is not None:
             pending_check[0].flush()
         self.calls += 1
@@ -316,6 +344,8 @@ class Comm:
     def Split(self, color: int, key: int) -> Comm:
         """Collective: the communicator of the ranks passing the same ``color``, ordered by
         ``key`` (MPI_Comm_split); not cached here."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
         if pending_check[0] is not None:
             pending_check[0].flush()
         self.calls += 1
@@ -344,6 +374,9 @@ else:  # pragma: no cover
     _MPI_OPS = {}
 
 
+#: Controller mode on rank 0 (`d2o.runtime.controller`): called before every MPI call of
+#: `Comm` (the workers must join it: rank 0 sends the queued commands first).
+before_call: list = [None]
 #: Checked mode (`d2o.runtime.funnel`): the argument check of the running public operation while
 #: it waits to ride on the operation's first agreement (`d2o.core.errors`); any other MPI call
 #: on the way runs it on its own first (``flush()``).
@@ -558,6 +591,18 @@ def default_comm() -> Comm:
         return _DEFAULT[0]
     _DEFAULT.append(SERIAL if MPI is None else as_comm(MPI.COMM_WORLD))
     return _DEFAULT[0]
+
+
+#: Controller mode on rank 0: what the script gets for a communicator (`d2o.default_comm`,
+#: ``x.comm`` outside d2o's operations), a stand-in whose calls refuse; None otherwise.
+script_comm: list = [None]
+
+
+def user_default_comm() -> Any:
+    """The communicator used when none is given: COMM_WORLD, or the serial stand-in (in
+    controller mode, on rank 0, the script's stand-in communicator)."""
+    s = script_comm[0]
+    return default_comm() if s is None else s
 
 
 def os_error(exc: BaseException, path: str) -> BaseException:

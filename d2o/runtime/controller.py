@@ -46,8 +46,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..core import hooks, watchdog
-from ..core.comm import MPI, Comm, default_comm
+from ..core import comm as comm_module
+from ..core import watchdog
+from ..core.comm import MPI, default_comm
 from . import funnel
 from .controller_calls import Controller
 from .controller_state import ControllerError, Session, is_controller, role
@@ -108,36 +109,6 @@ class _ScriptComm:
         return f"<d2o controller-mode communicator: rank 0 of {self.size}; calls refused>"
 
 
-def _script_comm_of(fget: Any, script: _ScriptComm) -> property:
-    """``x.comm``: ``script`` for the script on rank 0, else ``fget``'s (d2o's own)."""
-    depth = hooks.depth
-
-    def comm(self: Any) -> Any:
-        if role[0] == "controller" and not depth[0]:
-            return script
-        return fget(self)
-
-    return property(comm, doc=fget.__doc__)
-
-
-_COMM_METHODS = (
-    "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-    "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
-)  # fmt: skip
-
-
-def _guard(method: Any, before: Any) -> Any:
-    """``method`` of `Comm`, calling ``before()`` first (rank 0 sends the queued batch)."""
-
-    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before()
-        return method(self, *args, **kwargs)
-
-    guarded.__name__ = method.__name__
-    guarded.__doc__ = method.__doc__
-    return guarded
-
-
 def _start(rank: int) -> None:
     global _session
     if MPI is None:
@@ -155,18 +126,11 @@ def _start(rank: int) -> None:
         script = _ScriptComm(world.size)
         ctl = Controller(comm, script)
         _session = ctl
-        D = d2o.distributed_data_object
-        D.comm = _script_comm_of(D.__dict__["comm"].fget, script)  # type: ignore[method-assign,assignment]
         role[0] = "controller"
-        for m in _COMM_METHODS:
-            setattr(Comm, m, _guard(getattr(Comm, m), ctl.before_comm))
+        comm_module.script_comm[0] = script  # x.comm and d2o.default_comm() for the script
+        comm_module.before_call[0] = ctl.before_comm  # every MPI call: the batch first
         funnel.controller[0] = ctl.call
         ctl.install_sigint()
-
-        def script_comm() -> Any:
-            return script
-
-        d2o.default_comm = script_comm  # type: ignore[assignment]
     else:
         _session = Worker(comm)
         role[0] = "worker"
