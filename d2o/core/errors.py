@@ -198,8 +198,9 @@ def fold_records(a: np.ndarray, b: np.ndarray) -> None:
 def fold_rows(rows: np.ndarray) -> np.ndarray:
     """`fold_records` over the gathered records of every rank, in rank order (the form of
     few ranks, `d2o.core.comm.RECORD_GATHER_MAX`): without combiners one bitwise OR."""
-    if not rows[:, CODE].any():  # the owner's value and the others' zeros, flags, digests
-        return np.bitwise_or.reduce(rows, axis=0)
+    out = np.bitwise_or.reduce(rows)
+    if not out[CODE]:  # no combiner: the owner's value and the others' zeros, flags, digests
+        return out
     out = rows[0].copy()
     for row in rows[1:]:
         fold_records(out, row)
@@ -219,14 +220,19 @@ def payload(record: np.ndarray) -> np.ndarray:
 
 def put_value(record: np.ndarray, value: Any, dtype: np.dtype, code: int = 0) -> None:
     """Write ``value`` as the payload of ``record`` (``dtype``; its combiner ``code``)."""
-    payload(record)[: dtype.itemsize].view(dtype)[0] = value
+    if PAYLOAD_BYTES % dtype.itemsize == 0:  # every numpy number: one view of the words
+        record[HEADER_WORDS:].view(dtype)[0] = value
+    else:  # pragma: no cover - odd item sizes
+        payload(record)[: dtype.itemsize].view(dtype)[0] = value
     record[0] |= VALUE
     record[CODE] = code
 
 
 def get_value(record: np.ndarray, dtype: np.dtype) -> Any:
     """The payload of a combined ``record`` as a numpy scalar of ``dtype``."""
-    return payload(record)[: dtype.itemsize].view(dtype)[0]
+    if PAYLOAD_BYTES % dtype.itemsize == 0:
+        return record[HEADER_WORDS:].view(dtype)[0]
+    return payload(record)[: dtype.itemsize].view(dtype)[0]  # pragma: no cover
 
 
 def allreduce_agreed(
