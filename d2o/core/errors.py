@@ -182,17 +182,19 @@ def combiner(name: str, fn: Callable[[np.ndarray, np.ndarray], None]) -> int:
 def fold_records(a: np.ndarray, b: np.ndarray) -> None:
     """The op of every agreement record: header words ORed, payloads combined where both
     hold a value (by their combiner), else the one that holds it kept."""
-    if a[0] & VALUE:
-        if not b[0] & VALUE:
-            b[HEADER_WORDS:] = a[HEADER_WORDS:]
-            b[CODE] = a[CODE]
+    fa, fb = int(a[0]), int(b[0])
+    if fa & VALUE:
+        if not fb & VALUE:
+            b[CODE:] = a[CODE:]  # its combiner's code and its payload
         else:
             entry = _COMBINERS.get(int(a[CODE]))
             if entry is None:
                 np.bitwise_or(a[HEADER_WORDS:], b[HEADER_WORDS:], out=b[HEADER_WORDS:])
             else:
                 entry[1](a[HEADER_WORDS:], b[HEADER_WORDS:])
-    np.bitwise_or(a[:CODE], b[:CODE], out=b[:CODE])
+    b[0] = fa | fb
+    if a[DIGEST] or a[NOT_DIGEST]:  # checked mode's digest (absent: nothing to OR)
+        np.bitwise_or(a[1:CODE], b[1:CODE], out=b[1:CODE])
 
 
 def fold_rows(rows: np.ndarray) -> np.ndarray:

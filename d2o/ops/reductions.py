@@ -297,9 +297,17 @@ def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
     if code is None:
         n = dtype.itemsize
 
-        def fold(a: np.ndarray, b: np.ndarray) -> None:
-            y = b.view(np.uint8)[:n].view(dtype)
-            ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
+        if 64 % n == 0:  # every numpy number: one view of the payload words
+
+            def fold(a: np.ndarray, b: np.ndarray) -> None:
+                y = b.view(dtype)[:1]
+                ufunc(a.view(dtype)[:1], y, out=y)
+
+        else:  # pragma: no cover - odd item sizes
+
+            def fold(a: np.ndarray, b: np.ndarray) -> None:
+                y = b.view(np.uint8)[:n].view(dtype)
+                ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
 
         code = _UFUNC_CODES[ufunc, dtype] = combiner(f"ufunc:{ufunc.__name__}:{dtype.str}", fold)
     return code
