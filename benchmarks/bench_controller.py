@@ -83,6 +83,7 @@ QUICK = {
     "monte_carlo_pi": (100_000, 2),
     "jacobi": (200, 5),
     "nbody": (100, 2),
+    "nbody_dot": (100, 2),
     "laplace": (100, 10),
 }
 K = 2000  # operations per loop of the per-operation figures
