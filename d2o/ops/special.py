@@ -23,6 +23,7 @@ except ImportError:  # numpy < 2
 
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
+from ..array.slabs import as_slab
 from ..core.errors import agree_gather, agreed
 from ..layouts.distributors import get_distributor, slab_distributor
 from .axislocal import local_elementwise
@@ -112,7 +113,8 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if not any(isinstance(o, D2O) for o in ops):  # numpy data only: numpy's own answer
         return np.where(condition) if x is None and y is None else np.where(condition, x, y)
     if x is None and y is None:
-        return nonzero(condition)
+        # nonzero has no mesh algorithm: a mesh operand goes through its slab equivalent
+        return nonzero(as_slab(condition))
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
     res = local_elementwise(np.where, ops)
