@@ -19,6 +19,7 @@ from ..ops import flat as _flat
 from ..ops import linalg as _linalg
 from ..ops import original as _original
 from ..ops import reductions as _reductions
+from ..ops import scans as _scans
 from ..ops import shape as _shape_ops
 from ..ops import special as _special
 from . import ndarray as _ndarray
@@ -134,13 +135,15 @@ class NumpyMethods:
         """Collective: the index tuple of the minimum; identical on every rank."""
         return _original.nonflat(self, "argmin", axis)
 
+    @marked(mesh=True, kind="axis-local")
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         """Collective: cumulative sum (one exclusive scan of the ranks' totals)."""
-        return _reductions.cumulative(self, "cumsum", axis, dtype, out)
+        return _scans.cumulative(self, "cumsum", axis, dtype, out)
 
+    @marked(mesh=True, kind="axis-local")
     def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         """Collective: cumulative product (one exclusive scan of the ranks' totals)."""
-        return _reductions.cumulative(self, "cumprod", axis, dtype, out)
+        return _scans.cumulative(self, "cumprod", axis, dtype, out)
 
     def median(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``median``, never gathering the array."""

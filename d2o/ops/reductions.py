@@ -50,13 +50,12 @@ from ..layouts.distributors import (
     Distributor,
     get_distributor,
     like,
-    normalize_axis,
     slab_distributor,
 )
 from ..layouts.mesh import is_mesh, reduced_layout, subcomm
 from ..move.redistribution import redistribute
 
-__all__ = ["ufunc_reduce", "ufunc_accumulate", "reduce", "ravel"]
+__all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE"]
 
 
 def _lowest(dt: np.dtype) -> Any:
@@ -661,7 +660,7 @@ def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool 
 
 # -- accumulations ----------------------------------------------------------------
 
-_ASSOCIATIVE = {
+ASSOCIATIVE = {
     np.add,
     np.multiply,
     np.maximum,
@@ -710,42 +709,6 @@ def _view_if_shared(src: D2O, data: np.ndarray, lay: Any) -> D2O:
     return _from_local(data, lay)
 
 
-def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype: Any) -> D2O:
-    if axis is None:
-        obj, axis = ravel(obj), 0
-    d = obj.distributor
-    with agreed(d.comm):
-        ax = normalize_axis(axis, d.ndim)
-    if d.replicated or d.comm.size == 1 or ax != d.axis:
-        return _from_local(local_fn(obj.data, axis=ax, dtype=dtype), d)
-    if ufunc not in _ASSOCIATIVE:
-        other = next((a for a in range(d.ndim) if a != ax), None)
-        if other is None:  # 1-d: the whole array on every rank (an implicit gather)
-            there = get_distributor("not", d.global_shape, d.comm)
-        else:
-            there = get_distributor("equal", d.global_shape, d.comm, other)
-        acc = local_fn(redistribute(obj.data, d, there), axis=ax, dtype=dtype)
-        strategy = d.strategy if d.strategy != "freeform" else "equal"
-        back = get_distributor(strategy, d.global_shape, d.comm, ax)
-        return _from_local(redistribute(acc, there, back), back)
-    acc = local_fn(obj.data, axis=ax, dtype=dtype)
-    n = acc.shape[ax]
-    last = (
-        np.take(acc, [n - 1], axis=ax)
-        if n
-        else np.zeros(tuple(1 if i == ax else s for i, s in enumerate(acc.shape)), dtype=acc.dtype)
-    )
-    stacked = d.comm.Allgather(last)
-    lengths = d.lengths()
-    prior = [stacked[r] for r in range(d.comm.rank) if lengths[r]]
-    if prior and n:
-        prefix = prior[0]
-        for p in prior[1:]:
-            prefix = ufunc(prefix, p)
-        ufunc(prefix, acc, out=acc)
-    return _from_local(acc, d)
-
-
 def ufunc_reduce(
     ufunc: np.ufunc,
     obj: Any,
@@ -761,7 +724,7 @@ def ufunc_reduce(
             if ufunc in (np.logical_and, np.logical_or) and obj.dtype.kind != "b":
                 break
             return reduce(obj, name, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
-    if ufunc in _ASSOCIATIVE:
+    if ufunc in ASSOCIATIVE:
         REDUCTIONS.setdefault(ufunc.__name__, (ufunc.reduce, ufunc, None, True))
         return reduce(
             obj, ufunc.__name__, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs
@@ -769,21 +732,6 @@ def ufunc_reduce(
     return NotImplemented
 
 
-def ufunc_accumulate(
-    ufunc: np.ufunc, obj: Any, axis: int = 0, dtype: Any = None, out: Any = None
-) -> Any:
-    """``ufunc.accumulate`` on a distributed object."""
-    if out is not None:
-        return NotImplemented
-    return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
-
-
 def arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     """``argmax``/``argmin`` (``name``) of the global array; collective."""
     return _arg(obj, name, axis, out, keepdims)
-
-
-def cumulative(obj: D2O, name: str, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-    """``cumsum``/``cumprod`` (``name``) along ``axis`` (flattened when None); collective."""
-    uf, fn = (np.add, np.cumsum) if name == "cumsum" else (np.multiply, np.cumprod)
-    return store(_accumulate(obj, uf, fn, axis, dtype), out)

@@ -33,6 +33,7 @@ from ..core.hooks import held_in_use
 from ..layouts.distributors import Distributor, HeldScalar, get_distributor
 from ..move.halo import Parts
 from . import reductions as _reductions
+from . import scans as _scans
 from .linalg import matmul
 
 __all__ = ["apply_ufunc", "align", "result_layout"]
@@ -49,7 +50,7 @@ def _wrap(result: Any, dist: Distributor) -> Any:
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """Apply a numpy ufunc (method ``'__call__'``, ``'reduce'``, ``'accumulate'``)."""
     if method in ("reduce", "accumulate"):
-        fn = _reductions.ufunc_reduce if method == "reduce" else _reductions.ufunc_accumulate
+        fn = _reductions.ufunc_reduce if method == "reduce" else _scans.ufunc_accumulate
         # no mesh algorithm yet: mesh operands run on their slab equivalents
         return _on_slabs(fn, method, (ufunc, *inputs), kwargs)
     if method != "__call__":
