@@ -152,6 +152,7 @@ HEADER_WORDS = 4
 PAYLOAD_BYTES = 8 * (RECORD_WORDS - HEADER_WORDS)
 #: Flag bits of word 0: this rank failed; this rank's payload holds a value.
 ERROR, VALUE = np.uint64(1), np.uint64(2)
+_VALUE = int(VALUE)
 #: Header words: checked mode's digest and its complement (equal on every rank iff the
 #: OR of the digests equals the complement of the OR of the complements); the code of
 #: the payload's combiner (`combiner`; 0: the payloads are ORed).
@@ -159,9 +160,14 @@ DIGEST, NOT_DIGEST, CODE = 1, 2, 3
 
 #: combiner code -> (name, function folding one payload into another, in place)
 _COMBINERS: dict[int, tuple[str, Callable]] = {}
+#: code -> ``many(payloads, held)``: the payloads of the rows ``held`` (indices, in rank
+#: order) of gathered records, combined at once (optional; see `fold_rows`)
+_MANY: dict[int, Callable] = {}
 
 
-def combiner(name: str, fn: Callable[[np.ndarray, np.ndarray], None]) -> int:
+def combiner(
+    name: str, fn: Callable[[np.ndarray, np.ndarray], None], many: Callable | None = None
+) -> int:
     """Register how `allreduce_agreed` combines two payloads; returns its code.
 
     ``fn(a, b)`` folds payload ``a`` into payload ``b`` in place (both uint64 arrays of
@@ -176,6 +182,8 @@ def combiner(name: str, fn: Callable[[np.ndarray, np.ndarray], None]) -> int:
     if known is not None and known[0] != name:  # pragma: no cover - a crc32 collision
         raise ValueError(f"combiner {name!r} collides with {known[0]!r}")
     _COMBINERS[code] = (name, fn)
+    if many is not None:
+        _MANY[code] = many
     return code
 
 
@@ -201,8 +209,16 @@ def fold_rows(rows: np.ndarray) -> np.ndarray:
     """`fold_records` over the gathered records of every rank, in rank order (the form of
     few ranks, `d2o.core.comm.RECORD_GATHER_MAX`): without combiners one bitwise OR."""
     out = np.bitwise_or.reduce(rows)
-    if not out[CODE]:  # no combiner: the owner's value and the others' zeros, flags, digests
+    code = int(out[CODE])
+    if not code:  # no combiner: the owner's value and the others' zeros, flags, digests
         return out
+    many = _MANY.get(code) if len(rows) > 2 else None  # (two rows: one fold is cheaper)
+    if many is not None:
+        flags, codes = rows[:, 0].tolist(), rows[:, CODE].tolist()
+        held = [i for i, f in enumerate(flags) if f & _VALUE]
+        if all(codes[i] == code for i in held):  # one combiner (always, at one call site)
+            out[HEADER_WORDS:] = many(rows[:, HEADER_WORDS:], held)  # the header: ORed
+            return out
     out = rows[0].copy()
     for row in rows[1:]:
         fold_records(out, row)

@@ -308,7 +308,16 @@ def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
                 y = b.view(np.uint8)[:n].view(dtype)
                 ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
 
-        code = _UFUNC_CODES[ufunc, dtype] = combiner(f"ufunc:{ufunc.__name__}:{dtype.str}", fold)
+        def many(payloads: np.ndarray, held: list) -> np.ndarray:
+            values = payloads.view(np.uint8)[:, :n].view(dtype)[:, 0]
+            if len(held) < len(values):
+                values = values[held]
+            out = np.zeros(payloads.shape[1], dtype=payloads.dtype)
+            out.view(np.uint8)[:n].view(dtype)[0] = ufunc.reduce(values)
+            return out
+
+        name = f"ufunc:{ufunc.__name__}:{dtype.str}"
+        code = _UFUNC_CODES[ufunc, dtype] = combiner(name, fold, many)
     return code
 
 
