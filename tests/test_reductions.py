@@ -252,3 +252,15 @@ def test_reduction_errors_match_numpy():
     assert_raises_everywhere(TypeError, obj.max, dtype=np.float32)
     res = obj.max(axis=0, initial=5.0).get_full_data()
     collective_assert(np.array_equal(res, np.full(3, 5.0)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_median_of_an_empty_array_is_numpys_nan(dtype):
+    """numpy's median of nothing: NaN, and for complex input NaN in both parts."""
+    a = np.array([], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.median(a)
+        got = distributed_data_object(a).median()
+    collective_assert(np.asarray(got).dtype == np.asarray(want).dtype, (got, want))
+    collective_assert(np.isnan(got.real) and np.isnan(got.imag) == np.isnan(want.imag), got)

@@ -109,7 +109,7 @@ def _median_all(obj: D2O) -> Any:
     rdt = np.median(np.zeros(1, dtype=obj.dtype)).dtype
     if n == 0:  # numpy's NaN and "Mean of empty slice" warning
         warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
-        return rdt.type(np.nan)
+        return rdt.type(complex(np.nan, np.nan) if rdt.kind == "c" else np.nan)  # numpy's
     if d.replicated or comm.size == 1:
         return rdt.type(np.median(data))
     ks = [n - 1] if kind in "fc" and bool(np.isnan(obj).any()) else sorted({(n - 1) // 2, n // 2})
