@@ -133,17 +133,23 @@ def _patches(path: Path) -> list[str]:
     return out
 
 
-def test_nothing_is_patched_onto_modules_or_classes():
+def _scan(finder, allowed: dict, what: str) -> None:
+    """Every module's findings (``finder(path)``) are in ``allowed``, and every entry of
+    ``allowed`` still finds something."""
     bad, used = [], set()
     for path in _modules():
         rel = str(path.relative_to(ROOT))
-        found = _patches(path)
-        if found and rel in PATCHES:
+        found = finder(path)
+        if found and rel in allowed:
             used.add(rel)
         elif found:
             bad += [f"{rel}:{line}" for line in found]
-    assert not bad, "attributes set onto modules or classes at run time:\n" + "\n".join(bad)
-    assert used == set(PATCHES), f"stale PATCHES entries: {set(PATCHES) - used}"
+    assert not bad, f"{what}:\n" + "\n".join(bad)
+    assert used == set(allowed), f"stale entries: {set(allowed) - used}"
+
+
+def test_nothing_is_patched_onto_modules_or_classes():
+    _scan(_patches, PATCHES, "attributes set onto modules or classes at run time")
 
 
 def test_checks_find_what_they_look_for(tmp_path):
@@ -223,13 +229,4 @@ def _private_imports(path: Path) -> list[str]:
 
 
 def test_no_module_uses_private_names_of_another():
-    bad, used = [], set()
-    for path in _modules():
-        rel = str(path.relative_to(ROOT))
-        found = _private_imports(path)
-        if found and rel in PRIVATE_IMPORTS:
-            used.add(rel)
-        elif found:
-            bad += [f"{rel}:{line}" for line in found]
-    assert not bad, "private names of other modules used:\n" + "\n".join(bad)
-    assert used == set(PRIVATE_IMPORTS), f"stale entries: {set(PRIVATE_IMPORTS) - used}"
+    _scan(_private_imports, PRIVATE_IMPORTS, "private names of other modules used")
