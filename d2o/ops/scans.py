@@ -49,20 +49,7 @@ def _accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, axis: Any, dtype:
         back = get_distributor(strategy, d.global_shape, d.comm, ax)
         return _from_local(redistribute(acc, there, back), back)
     acc = local_fn(obj.data, axis=ax, dtype=dtype)
-    n = acc.shape[ax]
-    last = (
-        np.take(acc, [n - 1], axis=ax)
-        if n
-        else np.zeros(tuple(1 if i == ax else s for i, s in enumerate(acc.shape)), dtype=acc.dtype)
-    )
-    stacked = d.comm.Allgather(last)
-    lengths = d.lengths()
-    prior = [stacked[r] for r in range(d.comm.rank) if lengths[r]]
-    if prior and n:
-        prefix = prior[0]
-        for p in prior[1:]:
-            prefix = ufunc(prefix, p)
-        ufunc(prefix, acc, out=acc)
+    _add_prefix(acc, ax, ufunc, d.comm, d.comm.rank, d.lengths())
     return _from_local(acc, d)
 
 
@@ -80,21 +67,28 @@ def _mesh_accumulate(obj: D2O, ufunc: np.ufunc, local_fn: Callable, ax: int, dty
         return _from_local(acc, d)
     m = along[0]
     sub = subcomm(d, (m,))  # ordered by the coordinate along m: the blocks' order along ax
+    lengths = [run_length(d.runs[m][c]) for c in range(d.layout.mesh[m])]
+    _add_prefix(acc, ax, ufunc, sub, d.coords[m], lengths)
+    return _from_local(acc, d)
+
+
+def _add_prefix(acc: np.ndarray, ax: int, ufunc: np.ufunc, comm: Any, me: int, lengths) -> None:
+    """Collective over ``comm``, whose ranks hold consecutive blocks along ``ax`` in rank
+    order (``lengths`` of them): combine into the local scan ``acc`` the totals of the
+    non-empty blocks before this one, from one Allgather of each block's last slice."""
     n = acc.shape[ax]
     last = (
         np.take(acc, [n - 1], axis=ax)
         if n
         else np.zeros(tuple(1 if i == ax else s for i, s in enumerate(acc.shape)), dtype=acc.dtype)
     )
-    stacked = sub.Allgather(last)
-    lengths = [run_length(d.runs[m][c]) for c in range(d.layout.mesh[m])]
-    prior = [stacked[c] for c in range(d.coords[m]) if lengths[c]]
+    stacked = comm.Allgather(last)
+    prior = [stacked[r] for r in range(me) if lengths[r]]
     if prior and n:
         prefix = prior[0]
         for p in prior[1:]:
             prefix = ufunc(prefix, p)
         ufunc(prefix, acc, out=acc)
-    return _from_local(acc, d)
 
 
 def ufunc_accumulate(
