@@ -31,8 +31,10 @@ thread level a stalled rank still prints its own line and aborts.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import sys
+import termios
 import threading
 import time
 import traceback
@@ -342,9 +344,29 @@ def stop() -> None:
 # -- abort on an uncaught exception -----------------------------------------------------
 
 
+def _drained(fd: int, wait: float = 2.0) -> None:
+    """Wait (at most ``wait`` seconds) until the pipe behind ``fd`` has been read.
+
+    mpiexec forwards a rank's output through a pipe; on ``MPI_Abort`` it may end
+    before it has read what is still in that pipe, and the report is lost.  Not a
+    pipe (a file, a terminal): returns at once.
+    """
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            left = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return
+        if int.from_bytes(left, sys.byteorder) == 0:
+            return
+        time.sleep(0.01)
+
+
 def _abort() -> None:
     """End the whole job: MPI_Abort, and this process at once should that return."""
     try:
+        for fd in (1, _STDERR_FD):
+            _drained(fd)
         _world().Abort(1)
     finally:
         os._exit(1)
