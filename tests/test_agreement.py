@@ -21,6 +21,8 @@ from _helpers import Checks, make, sample
 import d2o
 from d2o import default_comm
 from d2o.core import comm as comm_module
+from d2o.core import errors as E
+from d2o.ops.reductions import _ufunc_combiner
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 comm = default_comm()
@@ -279,3 +281,39 @@ def test_few_ranks_gather_the_records_and_fold_them_alike():
     mine = b"".join(np.asarray(v).tobytes() for v in got[64])
     collective_assert(len(set(comm.allgather(mine))) == 1, "ranks differ")
     collective_assert(np.isclose(got[64][1], a.sum()) and got[64][3] == a.argmax())
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("ranks", [2, 3, 5, 8])
+def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
+    """`fold_rows` (the gathered form's fast fold) gives the bits of folding the records one
+    rank after another with `fold_records`: values held by any subset of the ranks, flags
+    and checked mode's digests ORed, the payload of one holder kept as it is."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(ranks)
+    for ufunc in (np.add, np.maximum, None):
+        code = 0 if ufunc is None else _ufunc_combiner(ufunc, dt)
+        for trial in range(12):
+            rows = np.zeros((ranks, E.RECORD_WORDS), dtype=np.uint64)
+            held = rng.random(ranks) < (0.5 if trial else 1.0)
+            if ufunc is None:  # no combiner: one owner
+                held[:] = False
+                held[rng.integers(ranks)] = True
+            for r in range(ranks):
+                if rng.random() < 0.2:
+                    rows[r, 0] |= E.ERROR
+                if trial % 3 == 0:  # checked mode's digest
+                    word = int(rng.integers(1, 2**62))
+                    rows[r, E.DIGEST], rows[r, E.NOT_DIGEST] = word, ~np.uint64(word)
+                if held[r]:
+                    value = (
+                        rng.integers(-60, 60) if dt.kind in "biu" else rng.standard_normal() * 50
+                    )
+                    E.put_value(rows[r], dt.type(value), dt, code)
+            want = rows[0].copy()
+            for row in rows[1:]:
+                row = row.copy()
+                E.fold_records(want, row)
+                want = row
+            got = E.fold_rows(rows.copy())
+            assert got.tobytes() == want.tobytes(), (dtype, ranks, ufunc, trial, got, want)

@@ -207,9 +207,6 @@ class Comm:
         Either way one collective: O(log P) messages of
         ``send.nbytes`` per rank above that, O(P) bytes received below.
         """
-        if before_call[0] is not None:  # controller mode on rank 0
-            before_call[0]()
-        send = np.ascontiguousarray(send)
         if self.size == 1:
             return send.copy()
         if not isinstance(op, (str, np.ufunc)) and self.size <= RECORD_GATHER_MAX[0]:
@@ -223,6 +220,9 @@ class Comm:
                 op(out, row)
                 out = row
             return out.copy()
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
+        send = np.ascontiguousarray(send)
         out = np.empty_like(send)
         if isinstance(op, str):
             mpi_op, spec = _MPI_OPS[op], _mpi_type(send.dtype)

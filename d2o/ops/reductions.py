@@ -36,7 +36,9 @@ from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core import config as _config
 from ..core.errors import (
+    HEADER_WORDS,
     PAYLOAD_BYTES,
+    RECORD_WORDS,
     VALUE,
     agreed,
     allreduce_agreed,
@@ -295,6 +297,9 @@ def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
     code = _UFUNC_CODES.get((ufunc, dtype))
     if code is None:
         n = dtype.itemsize
+        # the payload's first value in the record viewed as ``dtype`` (header and records
+        # whole numbers of values: every numpy number)
+        k = HEADER_WORDS * 8 // n if (HEADER_WORDS * 8) % n == (RECORD_WORDS * 8) % n == 0 else None
 
         if 64 % n == 0:  # every numpy number: one view of the payload words
 
@@ -308,13 +313,20 @@ def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
                 y = b.view(np.uint8)[:n].view(dtype)
                 ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
 
-        def many(payloads: np.ndarray, held: list) -> np.ndarray:
-            values = payloads.view(np.uint8)[:, :n].view(dtype)[:, 0]
-            if len(held) < len(values):
-                values = values[held]
-            out = np.zeros(payloads.shape[1], dtype=payloads.dtype)
-            out.view(np.uint8)[:n].view(dtype)[0] = ufunc.reduce(values)
-            return out
+        def many(rows: np.ndarray, held: list, out: np.ndarray) -> None:
+            if k is None:  # pragma: no cover - odd item sizes
+                values = rows[:, HEADER_WORDS:].view(np.uint8)[:, :n].view(dtype)[held, 0]
+                out[HEADER_WORDS:].view(np.uint8)[:n].view(dtype)[0] = ufunc.reduce(
+                    values, dtype=dtype
+                )
+                return
+            v = rows.view(dtype)  # every record as values: the payload's first is at k
+            if len(held) == 2:  # (two values: the ufunc's call, the same bits as its reduce)
+                ufunc(v[held[0], k : k + 1], v[held[1], k : k + 1], out=out.view(dtype)[k : k + 1])
+            else:
+                values = v[held, k] if len(held) < len(v) else v[:, k]
+                # in rank order, not upcast (a reduce may pair the values otherwise)
+                out.view(dtype)[k] = ufunc.accumulate(values, dtype=dtype)[-1]
 
         name = f"ufunc:{ufunc.__name__}:{dtype.str}"
         code = _UFUNC_CODES[ufunc, dtype] = combiner(name, fold, many)
