@@ -160,9 +160,9 @@ DIGEST, NOT_DIGEST, CODE = 1, 2, 3
 
 #: combiner code -> (name, function folding one payload into another, in place)
 _COMBINERS: dict[int, tuple[str, Callable]] = {}
-#: code -> ``many(rows, held, out)``: the payloads of the rows ``held`` (indices, in rank
+#: code -> ``many(rows, held)``: the payloads of the rows ``held`` (indices, in rank
 #: order, at least two) of gathered records, combined at once into the payload of the
-#: record ``out`` (optional; see `fold_rows`)
+#: last of them, ``rows[held[-1]]`` (optional; see `fold_rows`)
 _MANY: dict[int, Callable] = {}
 
 
@@ -225,8 +225,8 @@ def fold_rows(rows: np.ndarray) -> np.ndarray:
                 fold_records(out, row)
                 out = row
             return out.copy()
+        many(rows, held)  # into the payload of the row held[-1]; the header below
         out = rows[held[-1]]
-        many(rows, held, out)  # the payload; the header below
     flags = digest = not_digest = 0
     for h in head:
         flags |= h[0]

@@ -313,20 +313,19 @@ def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
                 y = b.view(np.uint8)[:n].view(dtype)
                 ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
 
-        def many(rows: np.ndarray, held: list, out: np.ndarray) -> None:
+        def many(rows: np.ndarray, held: list) -> None:
+            last = held[-1]
             if k is None:  # pragma: no cover - odd item sizes
                 values = rows[:, HEADER_WORDS:].view(np.uint8)[:, :n].view(dtype)[held, 0]
-                out[HEADER_WORDS:].view(np.uint8)[:n].view(dtype)[0] = ufunc.reduce(
-                    values, dtype=dtype
-                )
+                into = rows[last, HEADER_WORDS:].view(np.uint8)[:n].view(dtype)
+                into[0] = ufunc.accumulate(values, dtype=dtype)[-1]
                 return
             v = rows.view(dtype)  # every record as values: the payload's first is at k
-            if len(held) == 2:  # (two values: the ufunc's call, the same bits as its reduce)
-                ufunc(v[held[0], k : k + 1], v[held[1], k : k + 1], out=out.view(dtype)[k : k + 1])
-            else:
+            if len(held) == 2:  # the ufunc on the two scalars: cheaper than on arrays
+                v[last, k] = ufunc(v[held[0], k], v[last, k])
+            else:  # in rank order, not upcast (a reduce may pair the values otherwise)
                 values = v[held, k] if len(held) < len(v) else v[:, k]
-                # in rank order, not upcast (a reduce may pair the values otherwise)
-                out.view(dtype)[k] = ufunc.accumulate(values, dtype=dtype)[-1]
+                v[last, k] = ufunc.accumulate(values, dtype=dtype)[-1]
 
         name = f"ufunc:{ufunc.__name__}:{dtype.str}"
         code = _UFUNC_CODES[ufunc, dtype] = combiner(name, fold, many)
