@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
 
+import d2o
 from d2o.core.comm import default_comm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,3 +233,44 @@ def _private_imports(path: Path) -> list[str]:
 
 def test_no_module_uses_private_names_of_another():
     _scan(_private_imports, PRIVATE_IMPORTS, "private names of other modules used")
+
+
+def _passes_on(fn, calls) -> str | None:
+    """None when the body of ``fn`` (after its docstring) is exactly
+    ``return calls[0](first, *calls[1:], <fn's other parameters as they came>)``."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    node = tree.body[0]
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    if len(body) != 1 or not isinstance(body[0], (ast.Return, ast.Expr)):
+        return "the body is not one call"
+    call = body[0].value
+    if not isinstance(call, ast.Call):
+        return "the body is not one call"
+    target = eval(compile(ast.Expression(call.func), "<calls>", "eval"), fn.__globals__)  # noqa: S307
+    if target is not calls[0]:
+        return f"calls {ast.unparse(call.func)}, not {calls[0].__qualname__}"
+    a = node.args
+    pos = [p.arg for p in a.posonlyargs + a.args]
+    want = [pos[0], *map(repr, calls[1:]), *pos[1:]] + ([f"*{a.vararg.arg}"] if a.vararg else [])
+    want_kw = [f"{k.arg}={k.arg}" for k in a.kwonlyargs]
+    want_kw += [f"**{a.kwarg.arg}"] if a.kwarg else []
+    got = [ast.unparse(x) for x in call.args]
+    got_kw = [f"**{ast.unparse(k.value)}" if k.arg is None else f"{k.arg}={ast.unparse(k.value)}"
+              for k in call.keywords]  # fmt: skip
+    if got != want or got_kw != want_kw:
+        return f"passes ({got}, {got_kw}), not ({want}, {want_kw})"
+    return None
+
+
+def test_methods_that_pass_their_arguments_on_do_exactly_that():
+    """A method marked ``calls=`` (`d2o.core.registry.marked`) has a trampoline that calls the
+    target directly: its body must be that very call, or the two paths would differ."""
+    found = {}
+    for cls in type.mro(d2o.distributed_data_object):
+        for attr, val in vars(cls).items():
+            calls = getattr(val, "__d2o_calls__", None)
+            if calls is not None:
+                found[attr] = _passes_on(val.__wrapped__, calls)
+    assert len(found) >= 12, sorted(found)
+    bad = {k: v for k, v in found.items() if v is not None}
+    assert not bad, bad

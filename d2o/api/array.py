@@ -674,7 +674,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    @marked(held="native")
+    @marked(held="native", calls=_ufuncs.array_ufunc)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
@@ -727,11 +727,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         return _original.apply_generator(self, generator, copy)
 
     # -- indexing (d2o.ops.indexing): see its module notes for what communicates ------------
-    @marked(kind="indexing")
+    @marked(kind="indexing", calls=_indexing.getitem)
     def __getitem__(self, key: Any) -> Any:
         return _indexing.getitem(self, key)
 
-    @marked(kind="indexing")
+    @marked(kind="indexing", calls=_indexing.setitem)
     def __setitem__(self, key: Any, value: Any) -> None:
         _indexing.setitem(self, key, value)
 

@@ -42,55 +42,55 @@ class NumpyMethods:
     __slots__ = ()
 
     # -- reductions (d2o.ops.reductions): partials combined among the ranks that split an axis
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "sum"))
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``sum`` over the global array."""
         return _reductions.reduce(self, "sum", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "prod"))
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``prod`` over the global array."""
         return _reductions.reduce(self, "prod", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "nansum"))
     def nansum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nansum`` over the global array."""
         return _reductions.reduce(self, "nansum", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "max"))
     def max(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``max`` over the global array."""
         return _reductions.reduce(self, "max", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "min"))
     def min(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``min`` over the global array."""
         return _reductions.reduce(self, "min", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "nanmax"))
     def nanmax(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmax`` over the global array."""
         return _reductions.reduce(self, "nanmax", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "nanmin"))
     def nanmin(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``nanmin`` over the global array."""
         return _reductions.reduce(self, "nanmin", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "any"))
     def any(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``any`` over the global array."""
         return _reductions.reduce(self, "any", axis, dtype, out, keepdims, **kwargs)
 
-    @marked(mesh=True, kind="reduction")
+    @marked(mesh=True, kind="reduction", calls=(_reductions.reduce, "all"))
     def all(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:  # fmt: skip
         """Collective: numpy's ``all`` over the global array."""
@@ -210,6 +210,7 @@ class NumpyMethods:
         """Collective: True when ``other`` has this shape and equal elements (original D2O)."""
         return _original.equal(self, other)
 
+    @marked(calls=_special.bincount)
     def bincount(self, weights: Any = None, minlength: int = 0) -> distributed_data_object:
         """Collective: numpy's ``bincount``; the result is replicated."""
         return _special.bincount(self, weights, minlength)

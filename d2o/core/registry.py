@@ -89,7 +89,7 @@ class Operation:
         return f"<d2o operation {self.name} ({self.kind})>"
 
 
-def _source(params: list) -> tuple[str, list[str], list[str], dict]:
+def _source(params: list, consts: int = 0) -> tuple[str, list[str], list[str], dict]:
     """The trampoline's parameter list, its slow path's lines and its call of the plain
     function.  The slow path passes the call as a caller would have written it: the
     parameters without a default (and those before ``*args``) by position, the others by
@@ -135,18 +135,44 @@ def _source(params: list) -> tuple[str, list[str], list[str], dict]:
     if last >= 0:
         head.insert(last + 1, "/")
     lines.append(f"        return _t_run[0](_t_op, ({''.join(a + ', ' for a in pos)}), _t_k)")
-    call = ", ".join(calls)
+    # the fast path's callee: the plain function, or (`calls`) the function it passes its
+    # arguments on to, with ``consts`` constants after the first argument
+    args = calls[:1] + [f"_t_c{i}" for i in range(consts)] + calls[1:]
+    call = ", ".join(args)
     if not var_kw:
-        return ", ".join(head), lines, [f"    return _t_fn({call})"], defaults
-    full = ", ".join([*calls, "**" + var_kw])
-    fast = [f"    if {var_kw}:", f"        return _t_fn({full})", f"    return _t_fn({call})"]
+        return ", ".join(head), lines, [f"    return _t_fast({call})"], defaults
+    full = ", ".join([*args, "**" + var_kw])
+    fast = [f"    if {var_kw}:", f"        return _t_fast({full})", f"    return _t_fast({call})"]
     return ", ".join(head), lines, fast, defaults
 
 
-def _trampoline(op: Operation) -> Callable:
+def _passes_on(params: list, target: Callable, consts: int) -> None:
+    """TypeError unless ``target`` takes a call of the parameters ``params`` as the
+    trampoline passes it on (`_source`): the first by position, ``consts`` constants by
+    position, then the others as they are (positional ones by position, keyword-only
+    ones by name, ``*args`` and ``**kwargs`` spread)."""
+    P = inspect.Parameter
+    positional = (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)
+    theirs = list(inspect.signature(target).parameters.values())
+    ok = len(theirs) == len(params) + consts and all(
+        p.kind in positional for p in theirs[: 1 + consts]
+    )
+    for mine, their in zip(params[1:], theirs[1 + consts :]):
+        same = mine.kind == their.kind or (mine.kind in positional and their.kind in positional)
+        ok = ok and same and (mine.kind is not P.KEYWORD_ONLY or mine.name == their.name)
+    if not ok:
+        raise TypeError(f"{target.__qualname__} does not take the arguments of the method "
+                        "that passes them on (calls=)")  # fmt: skip
+
+
+def _trampoline(op: Operation, calls: tuple = ()) -> Callable:
     """A function with ``op.fn``'s signature that calls ``op.fn``, or ``RUN[0]`` while
     ``op.on`` is set.  Built from source so that the fast path passes the arguments on
-    as they came (no packing into a tuple and a dict: about 50 ns instead of 160)."""
+    as they came (no packing into a tuple and a dict: about 50 ns instead of 160).
+
+    ``calls``: ``(target, *constants)`` for a method whose body only passes its arguments
+    on, ``target(self, *constants, ...)``: the fast path calls ``target`` itself (one
+    call, not two); the runtime's path still calls the method."""
     fn = op.fn
     params, code = [], None
     # builtins, numpy's dispatchers and functions showing another signature: the generic form
@@ -157,13 +183,19 @@ def _trampoline(op: Operation) -> Callable:
         )
     # the module's name: tracebacks, warnings and the hang watchdog see a d2o frame
     ns: dict = {"__name__": getattr(fn, "__module__", None) or __name__, "_t_on": op.on,
-                "_t_run": RUN, "_t_op": op, "_t_fn": fn}  # fmt: skip
+                "_t_run": RUN, "_t_op": op, "_t_fn": fn, "_t_fast": fn}  # fmt: skip
     if code is None or any(p.name.startswith("_t_") for p in params):
+        if calls:
+            raise TypeError(f"calls= needs a plain Python function ({op.name})")
         head = "*args, **kwargs"
         lines = ["        return _t_run[0](_t_op, args, kwargs)"]
         fast = ["    return _t_fn(*args, **kwargs)"]
     else:
-        head, lines, fast, defaults = _source(params)
+        if calls:
+            _passes_on(params, calls[0], len(calls) - 1)
+            ns["_t_fast"] = calls[0]
+            ns.update({f"_t_c{i}": c for i, c in enumerate(calls[1:])})
+        head, lines, fast, defaults = _source(params, len(calls) - 1 if calls else 0)
         ns.update(defaults)
     src = "\n".join([f"def _t_trampoline({head}):", "    if _t_on[0]:", *lines, *fast, ""])
     exec(compile(src, f"<d2o operation {op.name}>", "exec"), ns)  # noqa: S102 - our own source
@@ -182,6 +214,8 @@ def _trampoline(op: Operation) -> Callable:
     t.__dict__.update(getattr(fn, "__dict__", {}))
     t.__wrapped__ = fn
     t.__d2o_operation__ = op
+    if calls:
+        t.__d2o_calls__ = calls  # (a test checks that the method's body is that call)
     return t
 
 
@@ -194,9 +228,11 @@ def declare_op(fn: Callable, name: str, key: tuple, **facts: Any) -> Operation:
     return op
 
 
-def declare(fn: Callable, name: str, key: tuple, **facts: Any) -> Callable:
-    """Declare ``fn`` the operation ``name`` living at ``key``; returns its trampoline."""
-    return _trampoline(declare_op(fn, name, key, **facts))
+def declare(fn: Callable, name: str, key: tuple, calls: Any = (), **facts: Any) -> Callable:
+    """Declare ``fn`` the operation ``name`` living at ``key``; returns its trampoline
+    (``calls``: see `_trampoline`)."""
+    return _trampoline(declare_op(fn, name, key, **facts),
+                       calls if isinstance(calls, tuple) else (calls,))  # fmt: skip
 
 
 def operation(name: str | None = None, **facts: Any) -> Callable[[Callable], Callable]:
@@ -215,7 +251,9 @@ _FACTS = "__d2o_facts__"
 
 def marked(**facts: Any) -> Callable[[Callable], Callable]:
     """Decorator inside a class body that `operations` declares: this method's own facts
-    (``local=True``: not an operation at all, left plain)."""
+    (``local=True``: not an operation at all, left plain; ``calls=(target, *constants)``:
+    the method only returns ``target(self, *constants, <its other arguments>)``, and its
+    trampoline calls ``target`` directly, checked when the class is defined)."""
 
     def mark(fn: Any) -> Any:
         fn.__d2o_facts__ = facts
