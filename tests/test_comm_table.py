@@ -1,7 +1,9 @@
-"""Issue 30's communication table, asserted: every simple operation on every layout sends at
-most 1.1 x the model's least bytes + 1 KiB (`tools/comm_table.py`, which also writes the
-documentation's table at 4 ranks).  Each row is measured by every rank together (one
-test per row, so all ranks run the same rows); on one process nothing may be sent."""
+"""Issue 30's communication and memory table, asserted: every simple operation on every layout
+sends at most 1.1 x the model's least bytes + 1 KiB, and no rank's traced memory rises by
+more than 3 x N/P (its share of the array) + 32 KiB of metadata while it runs
+(`tools/comm_table.py`, which also writes the documentation's table at 4 ranks).  Each row
+is measured by every rank together (one test per row, so all ranks run the same rows); on
+one process nothing may be sent."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ _spec = importlib.util.spec_from_file_location(
 table = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(table)
 
-N, BLOCK = 64, 4
+N, BLOCK = 128, 8
 comm = default_comm()
 ROWS = [(op, lay) for lay in table.layouts(comm.size, BLOCK) for op in table.OPS]
 
@@ -33,6 +35,7 @@ def test_row_within_the_model(op, lay):
         collective_assert(row["sent"] == 0 and row["calls"] == 0, row)
     collective_assert(row["sent"] <= 1.1 * row["model"] + 1024, row)
     collective_assert(not row["via_slab"], row)
+    collective_assert(row["peak"] <= 3 * row["per_rank"] + 32 * 1024, row)
 
 
 def test_pending_rows_are_still_above_the_model():
