@@ -353,7 +353,7 @@ CREATION: dict[str, list] = {
     "loadtxt": "special", "genfromtxt": "special", "fromfile": "special",
     "frombuffer": [((np.arange(6.0).tobytes(),), {})], "fromstring": [(("1 2 3",), {"sep": " "})],
     "fromiter": [((range(7), float), {})], "fromregex": "special", "from_dlpack": [((np.arange(5.0),), {})],
-    "load": "special", "save": "special",
+    "load": "special", "save": "special", "savetxt": "special",
 }  # fmt: skip
 
 STRATS = ["equal", "not", "fftw", "axis1", "mesh01"]

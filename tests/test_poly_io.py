@@ -1,9 +1,11 @@
-"""polyfit (TSQR) and the polynomial helpers on distributed coefficients against numpy
-(issue 31)."""
+"""polyfit (TSQR), the polynomial helpers on distributed coefficients, savetxt (every rank
+writes its rows) and savez (gathers onto rank 0, bounded) against numpy (issue 31)."""
 
 from __future__ import annotations
 
+import os
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from _helpers import layouts, make
 import d2o
 import d2o.numpy as dnp
 from d2o import distributed_data_object as D2O
+from d2o.core.errors import GatherError
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 
@@ -245,3 +248,124 @@ def test_poly_helpers_move_boundaries_only(comm):
     _no_gather(t, "polymul")
     collective_assert(_sent(t) < a.nbytes // 2 or comm.size == 1, f"polymul sent {_sent(t)}")
     collective_assert(_same(got, np.polymul(a, [1.0, -1.0])) is None, "polymul")
+
+
+# -- savetxt --------------------------------------------------------------------------
+def _bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _text_data(shape, dtype):
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(shape) * 100
+    if np.dtype(dtype).kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return v.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "complex128", "float32"])
+@pytest.mark.parametrize("ndim", [1, 2])
+def test_savetxt_byte_identical(shared_dir, dtype, ndim):
+    a = _text_data((7, 3)[:ndim] if ndim == 2 else (11,), dtype)
+    kws = [{}, {"fmt": "%.3f", "delimiter": ",", "header": "one\ntwo", "footer": "end",
+                "comments": "// "}]  # fmt: skip
+    if dtype == "int32":
+        kws.append({"fmt": "%d", "newline": ";\n"})
+    for strategy, axis in layouts(ndim):
+        x = make(a, strategy, axis)
+        for i, kw in enumerate(kws):
+            mine = os.path.join(shared_dir, f"d-{strategy}-{axis}-{i}.txt")
+            theirs = os.path.join(shared_dir, f"n-{strategy}-{axis}-{i}.txt")
+            with d2o.trace() as t:
+                dnp.savetxt(mine, x, **kw)
+            _no_gather(t, f"savetxt on {strategy}")
+            if x.distributor.comm.rank == 0:
+                np.savetxt(theirs, a, **kw)
+            x.distributor.comm.barrier()
+            ok = _bytes(mine) == _bytes(theirs)
+            collective_assert(ok, f"savetxt {dtype} {strategy}/{axis} {kw}")
+
+
+def test_savetxt_empty_tiny_and_rows_only_move(shared_dir, comm):
+    for a in (np.zeros((0, 3)), np.zeros(0), np.array([[1.5, 2.5]]), np.array([4.0])):
+        for strategy, axis in layouts(a.ndim):
+            path = os.path.join(shared_dir, "d.txt")
+            dnp.savetxt(path, make(a, strategy, axis), header="h")
+            ok = None
+            if comm.rank == 0:
+                np.savetxt(os.path.join(shared_dir, "n.txt"), a, header="h")
+                ok = _bytes(path) == _bytes(os.path.join(shared_dir, "n.txt"))
+            collective_assert(comm.bcast(ok, 0), f"savetxt {a.shape} {strategy}/{axis}")
+    # cut along its rows: only the byte counts move (one int per rank), never the data
+    a = np.arange(4000.0).reshape(1000, 4)
+    with d2o.trace() as t:
+        dnp.savetxt(os.path.join(shared_dir, "big.txt"), D2O(a))
+    _no_gather(t, "savetxt")
+    collective_assert(_sent(t) < 4096, f"savetxt sent {_sent(t)} bytes")
+    # cut along its columns: redistributed to rows, each element moves at most once
+    with d2o.trace() as t:
+        dnp.savetxt(os.path.join(shared_dir, "big.txt"), D2O(a, axis=1))
+    _no_gather(t, "savetxt")
+    collective_assert(_sent(t) <= a.nbytes + 4096, f"savetxt sent {_sent(t)} bytes")
+    ok = comm.bcast(np.array_equal(np.loadtxt(os.path.join(shared_dir, "big.txt")), a), 0)
+    collective_assert(ok, "savetxt of a column layout")
+
+
+def test_savetxt_bad_input(shared_dir):
+    x = D2O(np.arange(6.0).reshape(3, 2))
+    assert_raises_everywhere(ValueError, dnp.savetxt, os.path.join(shared_dir, "a"),
+                             D2O(np.zeros((2, 2, 2))))  # fmt: skip
+    assert_raises_everywhere(ValueError, dnp.savetxt, os.path.join(shared_dir, "a"), x, "%f %f %f")
+    assert_raises_everywhere(FileNotFoundError, dnp.savetxt, os.path.join(shared_dir, "no", "a"), x)
+    collective_assert(
+        not os.path.exists(os.path.join(shared_dir, "a")), "a failed write left a file"
+    )
+
+
+# -- savez ----------------------------------------------------------------------------
+def _members(path) -> dict:
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_savez_members_identical(shared_dir, comm, compressed):
+    name = "savez_compressed" if compressed else "savez"
+    a = _text_data((7, 3), "float64")
+    b = np.arange(11, dtype=np.int32)
+    c = _text_data((5,), "complex128")
+    for strategy, axis in layouts(2):
+        x = make(a, strategy, axis)
+        with d2o.trace() as t:
+            getattr(dnp, name)(
+                os.path.join(shared_dir, "d"), x, D2O(b), c=D2O(c, distribution_strategy="not"), e=b
+            )
+        gathers = sum(r.gathers for r in t.records)
+        want_g = 0 if comm.size == 1 else 1 + (x.distributor.replicated is False)
+        collective_assert(gathers == want_g, f"{name} {strategy}: {gathers} gathers")
+        ok = None
+        if comm.rank == 0:
+            getattr(np, name)(os.path.join(shared_dir, "n"), a, b, c=c, e=b)
+            ok = _members(os.path.join(shared_dir, "d.npz")) == _members(
+                os.path.join(shared_dir, "n.npz")
+            )
+        collective_assert(comm.bcast(ok, 0), f"{name} on {strategy}/{axis}")
+
+
+def test_savez_bounded_and_refusable(shared_dir, comm):
+    x = D2O(np.arange(100.0))
+    path = os.path.join(shared_dir, "z.npz")
+    if comm.size > 1:
+        with d2o.options(gather="raise"):
+            assert_raises_everywhere(GatherError, dnp.savez, path, x)
+        with d2o.options(fallback_limit=64):
+            assert_raises_everywhere(NotImplementedError, dnp.savez, path, x)
+        collective_assert(not os.path.exists(path), "a refused savez left a file")
+    assert_raises_everywhere(ValueError, dnp.savez, path, x, arr_0=x)
+    dnp.savez(path, x, empty=D2O(np.zeros((0, 2))))
+    ok = None
+    if comm.rank == 0:
+        z = np.load(path)
+        ok = np.array_equal(z["arr_0"], np.arange(100.0)) and z["empty"].shape == (0, 2)
+    collective_assert(comm.bcast(ok, 0), "savez round trip")
