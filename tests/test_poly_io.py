@@ -147,6 +147,8 @@ def test_polyfit_moves_only_small_factors(comm):
         _no_gather(t, "polyfit")
         sent.append(_sent(t))
     collective_assert(sent[0] == sent[1], f"bytes sent grow with the points: {sent}")
+    with d2o.options(gather="raise"):  # no implicit gather on the way
+        dnp.polyfit(X, Y, 2, cov=True, w=D2O(np.ones(400)))
     bound = 8 * (16 * comm.size + 3 * 4 + 8) + 1024 if comm.size > 1 else 0
     collective_assert(sent[1] <= bound, f"{sent[1]} bytes > {bound}")
 
@@ -303,6 +305,8 @@ def test_savetxt_empty_tiny_and_rows_only_move(shared_dir, comm):
         dnp.savetxt(os.path.join(shared_dir, "big.txt"), D2O(a))
     _no_gather(t, "savetxt")
     collective_assert(_sent(t) < 4096, f"savetxt sent {_sent(t)} bytes")
+    with d2o.options(gather="raise"):
+        dnp.savetxt(os.path.join(shared_dir, "big.txt"), make(a, "mesh01"))
     # cut along its columns: redistributed to rows, each element moves at most once
     with d2o.trace() as t:
         dnp.savetxt(os.path.join(shared_dir, "big.txt"), D2O(a, axis=1))

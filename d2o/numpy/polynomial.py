@@ -142,8 +142,7 @@ def _lstsq(lhs: np.ndarray, rhs: np.ndarray, rcond: float, rows: Distributor, co
     rows): TSQR, then the SVD of R; ``(c, residuals, rank, s)`` on every rank."""
     m, n = rows.global_shape[0], lhs.shape[1]
     cplx = lhs.dtype.kind == "c" or rhs.dtype.kind == "c"
-    single = lhs.dtype.itemsize * (1 + (lhs.dtype.kind != "c")) == 8 and rhs.dtype in (
-        np.float32, np.complex64)  # fmt: skip
+    single = all(v.dtype in (np.float32, np.complex64) for v in (lhs, rhs))  # numpy's
     t = np.complex128 if cplx else np.float64
     result_t = np.dtype((np.complex64 if cplx else np.float32) if single else t)
     real_t = np.empty(0, result_t).real.dtype
