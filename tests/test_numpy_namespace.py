@@ -68,7 +68,13 @@ CASES: dict[str, list] = {
     "choose": [((A(I % 3), [A(I), A(I * 10), A(I * 100)]), {})],
     "select": [(([A(V > 3), A(V < 0)], [A(V), A(-V)]), {"default": 7.0})],
     "piecewise": [((A(V), [A(V < 0), A(V >= 0)], [lambda x: -x, lambda x: x * 2]), {})],
-    "polyval": [(([1.0, -2.0, 3.0], A(V)), {})],
+    "polyval": [(([1.0, -2.0, 3.0], A(V)), {}), ((A(V), np.array([0.5, -1.0])), {})],
+    "polyfit": [((A(V), A(V[::-1] ** 2), 2), {}), ((A(V), A(V * 2), 1), {"full": True})],
+    "polyadd": [((A(V), [1.0, 2.0]), {})],
+    "polysub": [(([1.0, 2.0], A(V)), {})],
+    "polyder": [((A(V),), {"m": 2})],
+    "polyint": [((A(V),), {"k": 3.0})],
+    "polymul": [((A(V), [1.0, -2.0, 0.5]), {})],
     "vander": [((A(V[:6]),), {}), ((A(V[:5]),), {"N": 3, "increasing": True})],
     "ravel_multi_index": [(((A(I % 3), A(I % 4)), (3, 4)), {})],
     "unravel_index": [((A(I), (3, 4)), {})],
@@ -347,7 +353,7 @@ CREATION: dict[str, list] = {
     "loadtxt": "special", "genfromtxt": "special", "fromfile": "special",
     "frombuffer": [((np.arange(6.0).tobytes(),), {})], "fromstring": [(("1 2 3",), {"sep": " "})],
     "fromiter": [((range(7), float), {})], "fromregex": "special", "from_dlpack": [((np.arange(5.0),), {})],
-    "load": "special", "save": "special",
+    "load": "special", "save": "special", "savetxt": "special",
 }  # fmt: skip
 
 STRATS = ["equal", "not", "fftw", "axis1", "mesh01"]

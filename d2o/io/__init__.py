@@ -3,7 +3,8 @@
 Every rank reads and writes only its own part of an array; nothing is
 gathered.  h5py and zarr are optional and imported when first used.
 
-Functions: `save`/`load` (``.npy``), `from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`;
+Functions: `save`/`load` (``.npy``), `savetxt` (text, every rank its rows), `savez`
+(``.npz``: rank 0 writes, each distributed array gathered onto it in turn), `from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`;
 the writers are also methods of `d2o.distributed_data_object`: ``obj.save(path)``,
 ``obj.to_hdf5(path, dataset)``, ``obj.to_zarr(path)``.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from ._hdf5 import from_hdf5, to_hdf5
 from ._npy import load, save
+from ._npz import savez
+from ._text import savetxt
 from ._zarr import from_zarr, to_zarr
 
-__all__ = ["save", "load", "from_hdf5", "to_hdf5", "from_zarr", "to_zarr"]
+__all__ = ["save", "load", "savetxt", "savez", "from_hdf5", "to_hdf5", "from_zarr", "to_zarr"]

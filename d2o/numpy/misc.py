@@ -1,13 +1,15 @@
 """`d2o.numpy`'s I/O and the functions of no array data: their table entries.
 
 Readers distribute what they read (every rank reads, keeps its piece); ``load`` and
-``save`` of ``.npy`` files read and write each rank's part (`d2o.io`).  Functions of
+``save`` of ``.npy`` files read and write each rank's part, ``savetxt`` writes every rank's
+rows at their offset, ``savez`` gathers each array onto rank 0 in turn (`d2o.io`).  Functions of
 dtypes, shapes and settings (``result_type``, ``shape``, ``seterr``, windows, ...) are
 numpy's own on empty stand-ins: nothing moves.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +18,13 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..io import load as _load
 from ..io import save as _save
+from ..io import savetxt as _savetxt
+from ..io import savez as _savez
 from ..ops import creation as _creation
+from ..ops.axislocal import fallback
 from .factories import handled, meta_entry
 
-__all__ = ["fill", "load", "save"]
+__all__ = ["fill", "load", "save", "savetxt", "savez", "savez_compressed"]
 
 
 def _read_with(reader: Callable) -> Callable:
@@ -41,6 +46,43 @@ def save(file: Any, arr: Any, allow_pickle=True, fix_imports=True):
     if isinstance(arr, D2O):
         return _save(file, arr, overwrite=True)
     return np.save(file, arr, allow_pickle=allow_pickle)
+
+
+def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n",
+            header: str = "", footer: str = "", comments: str = "# ",
+            encoding: Any = None) -> None:  # fmt: skip
+    """numpy's ``savetxt``: a distributed ``X`` written to a path with its rows in global
+    order, every rank formatting and writing its own rows at its offset (d2o.io.savetxt:
+    one allgather of byte counts, no gather of ``X``).  File handles and compressed names
+    (``.gz``, ...) take the bounded fallback."""
+    kw = dict(fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
+              comments=comments, encoding=encoding)  # fmt: skip
+    if isinstance(X, D2O) and isinstance(fname, (str, os.PathLike)):
+        if not os.fspath(fname).endswith((".gz", ".bz2", ".xz", ".lzma")):
+            return _savetxt(fname, X, **kw)
+    return fallback("savetxt", np.savetxt, (fname, X), kw)
+
+
+def _npz(name: str, compress: bool, file: Any, args: tuple, kwds: dict, allow_pickle: bool):
+    arrays = [v for v in (*args, *kwds.values()) if isinstance(v, D2O)]
+    if not arrays or not isinstance(file, (str, os.PathLike)):  # file handles, nested arrays
+        kw = dict(kwds, allow_pickle=allow_pickle)
+        return fallback(name, getattr(np, name), (file, *args), kw)
+    return _savez(arrays[0].distributor.comm, file, args, kwds, compress, allow_pickle)
+
+
+def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
+    """numpy's ``savez``: rank 0 writes the archive; each distributed array is gathered
+    onto rank 0 alone, one at a time (an implicit gather: bounded by ``fallback_limit``,
+    recorded in the trace, refused under ``gather='raise'``; d2o.io.savez).  Use
+    ``save`` (``.npy``) to write a large array in parallel."""
+    return _npz("savez", False, file, args, kwds, allow_pickle)
+
+
+def savez_compressed(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
+    """numpy's ``savez_compressed``: `savez`'s gathers onto rank 0, one array at a time,
+    and a deflated archive."""
+    return _npz("savez_compressed", True, file, args, kwds, allow_pickle)
 
 
 def fill(table: dict) -> None:
@@ -65,3 +107,9 @@ def fill(table: dict) -> None:
         table[n] = ("create", _read_with(getattr(np, n)), "every rank reads, keeps its piece")
     table["load"] = ("create", load, ".npy: every rank reads only its part (d2o.io)")
     table["save"] = ("create", save, ".npy: every rank writes its part (d2o.io)")
+    table["savetxt"] = ("create", savetxt, "rows in global order: every rank writes its own "
+                        "text at its offset (d2o.io); file handles, .gz: fallback")  # fmt: skip
+    note = ("zip members need whole-data CRCs: each distributed array gathered onto rank 0 "
+            "in turn (bounded, traced, refused under gather='raise')")  # fmt: skip
+    table["savez"] = ("fallback", savez, note)
+    table["savez_compressed"] = ("fallback", savez_compressed, note)

@@ -1,7 +1,7 @@
 """`d2o.numpy`'s linear algebra and polynomials: their table entries.
 
 Products are local products and one reduction (`d2o.ops.einsum`, ``d2o.dot``); ``outer``
-moves its second vector once; polynomial coefficient arrays are small (the fallback).
+moves its second vector once.  The polynomials are `d2o.numpy.polynomial`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..layouts.distributors import get_distributor
 from ..ops.axislocal import elementwise, fallback
 from ..ops.einsum import einsum, tensordot
 from ..ops.special import HANDLED
-from .factories import ew, finish, handled, meta_entry, normalize_axis_index
+from .factories import finish, handled, meta_entry, normalize_axis_index
 
 __all__ = ["fill", "matmul", "vecdot", "outer", "inner", "vander", "cross"]
 
@@ -87,7 +87,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def fill(table: dict) -> None:
-    """Enter the products and the polynomials (after the ufuncs: ``matmul`` and
+    """Enter the products (after the ufuncs: ``matmul`` and
     ``vecdot`` replace their generalized-ufunc entries)."""
     handled(table, "linalg", "vdot dot")
     table["matmul"] = ("linalg", matmul, "stacks of matrices (more than 2-d) take the fallback")
@@ -97,8 +97,5 @@ def fill(table: dict) -> None:
     table["einsum_path"] = ("meta", meta_entry(np.einsum_path), "")
     table["outer"] = ("linalg", outer, "")
     table["inner"] = ("linalg", inner, "")
-    for n in ("poly polyadd polyder polydiv polyint polymul polysub roots").split():
-        table[n] = ("fallback", None, "coefficient arrays are small")
-    table["polyval"] = ("local", ew(np.polyval, ("x",)), "")
     table["vander"] = ("local", vander, "")
     table["cross"] = ("local", cross, "the vector axis must not be split (else fallback)")
