@@ -228,7 +228,7 @@ def fill(table: dict) -> None:
         table[n] = ("axis", axis_entry(getattr(np, n), n), "along the axis")
     table["unwrap"] = ("axis", unwrap, "along the axis")
     for n in ("percentile quantile nanmedian nanpercentile nanquantile").split():
-        note = "over given axes (axis=None: fallback until the sort issue)"
+        note = "over given axes (the sort machinery refines them: d2o.numpy.sorting)"
         table[n] = ("axis", axis_entry(getattr(np, n), n, drop=True), note)
     table["sort"] = (
         "axis",
@@ -240,19 +240,5 @@ def fill(table: dict) -> None:
         with_descending(axis_entry(np.argsort, "argsort"), True),
         "axis=None: fallback",
     )
-    table["sort_complex"] = (
-        "axis",
-        lambda a: table["sort"][1](a.astype(np.result_type(a.dtype, np.complex64)), axis=-1),
-        "1-d: fallback until the sort issue",
-    )
     for f in (roll, apply_along_axis, gradient, diagonal, take_along_axis):
         table[f.__name__] = ("axis", f, "")
-    for n in ("packbits", "unpackbits"):
-        table[n] = ("axis", axis_entry(getattr(np, n), n), "axis=None takes the fallback")
-    table["diag"] = (
-        "axis",
-        lambda v, k=0: (
-            diagonal(v, k) if np.ndim(v) == 2 else fallback("diag", np.diag, (v,), {"k": k})
-        ),
-        "1-d input (building a matrix) takes the fallback",
-    )
