@@ -120,6 +120,17 @@ def _gradient_one(f, k: int, h: Any, edge_order: Any):
     )
 
 
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """numpy's ``unwrap`` along ``axis`` (axis-local); ``axis=None`` is numpy's TypeError,
+    raised on every rank before anything moves."""
+    if axis is None and isinstance(p, D2O):
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    return _unwrap(p, discont, axis, period=period)
+
+
+_unwrap = axis_entry(np.unwrap, "unwrap")
+
+
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """numpy's ``diagonal`` (a copy here): 2-d slabs take the diagonal of their rows or
     columns locally; other arrays act axis-locally over the two axes."""
@@ -213,13 +224,11 @@ def with_descending(f: Callable, indices: bool) -> Callable:
 def fill(table: dict) -> None:
     """Enter the axis-local functions (the sort machinery, `d2o.numpy.sorting`, refines
     some of them later)."""
-    for n in ("partition argpartition diff unwrap nancumsum nancumprod "
-              "cumulative_sum cumulative_prod").split():  # fmt: skip
-        if hasattr(np, n):
-            table[n] = ("axis", axis_entry(getattr(np, n), n), "along the axis; axis=None (the "
-                        "flattened array) takes the fallback until the sort issue")  # fmt: skip
+    for n in ("partition", "argpartition", "diff"):
+        table[n] = ("axis", axis_entry(getattr(np, n), n), "along the axis")
+    table["unwrap"] = ("axis", unwrap, "along the axis")
     for n in ("percentile quantile nanmedian nanpercentile nanquantile").split():
-        note = "over given axes (axis=None: fallback until the sort issue)"
+        note = "over given axes (the sort machinery refines them: d2o.numpy.sorting)"
         table[n] = ("axis", axis_entry(getattr(np, n), n, drop=True), note)
     table["sort"] = (
         "axis",
@@ -231,19 +240,5 @@ def fill(table: dict) -> None:
         with_descending(axis_entry(np.argsort, "argsort"), True),
         "axis=None: fallback",
     )
-    table["sort_complex"] = (
-        "axis",
-        lambda a: table["sort"][1](a.astype(np.result_type(a.dtype, np.complex64)), axis=-1),
-        "1-d: fallback until the sort issue",
-    )
     for f in (roll, apply_along_axis, gradient, diagonal, take_along_axis):
         table[f.__name__] = ("axis", f, "")
-    for n in ("packbits", "unpackbits"):
-        table[n] = ("axis", axis_entry(getattr(np, n), n), "axis=None takes the fallback")
-    table["diag"] = (
-        "axis",
-        lambda v, k=0: (
-            diagonal(v, k) if np.ndim(v) == 2 else fallback("diag", np.diag, (v,), {"k": k})
-        ),
-        "1-d input (building a matrix) takes the fallback",
-    )

@@ -15,6 +15,7 @@ import numpy as np
 from ..array.base import Array as D2O
 from ..core.errors import agreed
 from ..ops import joining as _joining
+from ..ops import scans as _scans
 from ..ops.axislocal import elementwise, fallback
 from .axes import diagonal
 from .factories import (
@@ -29,6 +30,10 @@ from .factories import (
 
 __all__ = [
     "fill",
+    "nancumsum",
+    "nancumprod",
+    "cumulative_sum",
+    "cumulative_prod",
     "nanprod",
     "nanmean",
     "nanvar",
@@ -322,6 +327,45 @@ def _with_correction(f: Callable) -> Callable:
     return g
 
 
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """numpy's ``nancumsum``: NaNs as zeros (local), then the distributed scan
+    (`d2o.ops.scans.cumulative`: local scans, one Allgather of each rank's last slice)."""
+    if not isinstance(a, D2O):
+        return np.nancumsum(a, axis=axis, dtype=dtype, out=out)
+    return _scans.cumulative(_nan_to(a, 0), "cumsum", axis, dtype, out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """numpy's ``nancumprod``: NaNs as ones (local), then the distributed scan."""
+    if not isinstance(a, D2O):
+        return np.nancumprod(a, axis=axis, dtype=dtype, out=out)
+    return _scans.cumulative(_nan_to(a, 1), "cumprod", axis, dtype, out)
+
+
+def _cumulative(name: str, x: Any, axis: Any, dtype: Any, out: Any, include_initial: bool) -> Any:
+    """numpy 2's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be None for 1-d
+    input only (0-d counts as 1-d); the identity first when ``include_initial``."""
+    np_name = "cumulative_sum" if name == "cumsum" else "cumulative_prod"
+    kw = {"axis": axis, "dtype": dtype, "out": out, "include_initial": include_initial}
+    if not isinstance(x, D2O) or x.ndim == 0:
+        return fallback(np_name, getattr(np, np_name), (x,), kw)
+    if axis is None and x.ndim > 1:
+        raise ValueError(
+            "For arrays which have more than one dimension ``axis`` argument is required."
+        )
+    return _scans.cumulative(x, name, axis, dtype, out, include_initial=bool(include_initial))
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """numpy's ``cumulative_sum``: the distributed scan (`d2o.ops.scans.cumulative`)."""
+    return _cumulative("cumsum", x, axis, dtype, out, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """numpy's ``cumulative_prod``: the distributed scan (`d2o.ops.scans.cumulative`)."""
+    return _cumulative("cumprod", x, axis, dtype, out, include_initial)
+
+
 def fill(table: dict) -> None:
     """Enter the reductions and the statistics."""
     for n in ("sum prod max min amax amin mean var std all any argmax argmin nansum nanmax "
@@ -339,5 +383,9 @@ def fill(table: dict) -> None:
     table["trapezoid"] = ("reduce", trapezoid, "")
     table["histogram"] = ("reduce", histogram, "string bins take the fallback")
     table["histogram_bin_edges"] = ("reduce", histogram_bin_edges, "string bins take the fallback")
+    scan = "local scans plus an exclusive prefix across ranks (axis=None: the flattened array)"
+    for scanner in (nancumsum, nancumprod, cumulative_sum, cumulative_prod):
+        if hasattr(np, scanner.__name__):
+            table[scanner.__name__] = ("reduce", scanner, scan)
     table["cov"] = ("linalg", cov, "")
     table["corrcoef"] = ("linalg", corrcoef, "")

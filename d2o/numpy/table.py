@@ -6,7 +6,8 @@ the bounded fallback (`d2o.ops.axislocal.fallback`) for the rest.  Implementatio
 from numpy's own functions by a few factories (`d2o.numpy.factories`: `_ew`, `_axis`,
 `_meta`), so breadth comes from the table, not from hand-written functions.  The families
 fill it in turn (``_FAMILIES``: `d2o.numpy.elementwise`, `.shapes`, `.reductions`, `.axes`,
-`.products`, `.polynomial`, `.misc`, `.indexing`, `.sorting`); a later family refines some entries of an
+`.products`, `.polynomial`, `.misc`, `.indexing`, `.sorting`, `.assembled`); a later family
+refines some entries of an
 earlier one.  ``docs/coverage.md`` is generated from it (``tools/numpy_coverage.py``).
 """
 
@@ -18,7 +19,18 @@ from typing import Any
 import numpy as np
 
 from ..ops.axislocal import fallback
-from . import axes, elementwise, indexing, misc, polynomial, products, reductions, shapes, sorting
+from . import (
+    assembled,
+    axes,
+    elementwise,
+    indexing,
+    misc,
+    polynomial,
+    products,
+    reductions,
+    shapes,
+    sorting,
+)
 
 __all__ = ["TABLE", "KINDS", "DISTRIBUTED", "implementation", "numpy_functions"]
 
@@ -59,6 +71,7 @@ _FAMILIES = (
     misc.fill,
     indexing.fill,
     sorting.fill,
+    assembled.fill,
 )
 
 

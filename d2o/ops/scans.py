@@ -18,7 +18,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
-from ..layouts.distributors import get_distributor, normalize_axis, run_length
+from ..layouts.distributors import get_distributor, normalize_axis, run_length, slab_distributor
 from ..layouts.mesh import is_mesh, subcomm
 from ..move.redistribution import redistribute
 from .reductions import ASSOCIATIVE, ravel, store
@@ -100,7 +100,50 @@ def ufunc_accumulate(
     return _accumulate(obj, ufunc, ufunc.accumulate, axis, dtype)
 
 
-def cumulative(obj: D2O, name: str, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-    """``cumsum``/``cumprod`` (``name``) along ``axis`` (flattened when None); collective."""
+def cumulative(obj: D2O, name: str, axis: Any = None, dtype: Any = None, out: Any = None,
+               include_initial: bool = False) -> Any:  # fmt: skip
+    """``cumsum``/``cumprod`` (``name``) along ``axis`` (flattened when None); collective.
+
+    The local scan of each piece plus the exclusive prefix of the ranks before (one
+    Allgather of each rank's last slice); ``axis=None`` scans the flattened array
+    (`d2o.ops.reductions.ravel`: the pieces' own memory when split along axis 0, else one
+    redistribution).  ``include_initial`` (``cumulative_sum``/``cumulative_prod``) puts
+    the identity first along the axis: the first rank's piece grows by one slice, nothing
+    moves."""
     uf, fn = (np.add, np.cumsum) if name == "cumsum" else (np.multiply, np.cumprod)
-    return store(_accumulate(obj, uf, fn, axis, dtype), out)
+    res = _accumulate(obj, uf, fn, axis, dtype)
+    if include_initial:
+        res = _with_initial(res, 0 if axis is None else normalize_axis(axis, res.ndim), uf)
+    return store(res, out)
+
+
+def _with_initial(res: D2O, ax: int, ufunc: np.ufunc) -> D2O:
+    """``res`` with one slice of ``ufunc``'s identity put first along ``ax``: each rank's
+    own piece, the identity slice on the rank that holds the start (no communication;
+    process meshes through the slab equivalent)."""
+    if is_mesh(res.distributor):
+        res = as_slab(res)
+    d: Any = res.distributor
+    piece = res.data
+    shape = list(res.shape)
+    shape[ax] += 1
+    split = not d.replicated and d.axis == ax
+    if split:
+        b = d.bounds()
+        first = next((r for r in range(d.comm.size) if b[r + 1] > b[r]), 0)
+        offsets = [0] + [o + 1 for o in b[1:]]
+        offsets[1 : first + 1] = [0] * first  # the empty pieces before the first one stay empty
+        lay = slab_distributor(tuple(shape), d.comm, ax, offsets, "freeform")
+        grow = d.comm.rank == first
+    else:
+        grow = True
+        lay = (
+            get_distributor("not", tuple(shape), d.comm)
+            if d.replicated
+            else d.slabs_like(tuple(shape), d.axis)
+        )
+    if grow:
+        one = list(piece.shape)
+        one[ax] = 1
+        piece = np.concatenate([np.full(one, ufunc.identity, dtype=piece.dtype), piece], axis=ax)
+    return _from_local(piece, lay)
