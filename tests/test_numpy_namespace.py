@@ -273,6 +273,11 @@ CASES: dict[str, list] = {
     "argwhere": [((A(MI),), {})],
     "putmask": "special",
     "put": "special",
+    "insert": [((A(M), 2, 9.0), {"axis": 0}), ((A(V), [1, -1], [7.0, 8.0]), {})],
+    "delete": [((A(M), [0, 3]), {"axis": 1}), ((A(V), slice(1, None, 3)), {})],
+    "place": "special",  # tests/test_routed_writes.py
+    "put_along_axis": "special",
+    "fill_diagonal": "special",
     # linear algebra
     "dot": [((A(M), A(M.T)), {}), ((A(V), A(V)), {})],
     "vdot": [((A(C), A(C)), {})],
