@@ -14,24 +14,23 @@ from d2o import default_comm
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 SHAPES = [(7,), (1,), (0,), (5, 6), (0, 3), (3, 4, 5)]
-DTYPES = ["float64", "int32", "complex128", "bool"]
+DTYPES = ["float64", "int32", "bool"]
 
 
 def _objs(n: int) -> list:
     """Index arguments of ``insert``/``delete`` along an axis of length ``n``."""
-    out: list = [slice(1, None, 2), [], np.array([], dtype=np.intp)]
+    out: list = [slice(1, None, 2), []]
     if n:
-        out += [0, -1, [0, n - 1], [n - 1, 0, -n], np.arange(n) % 2 == 0, np.int64(n // 2)]
+        out += [-1, [n - 1, 0, -n], np.arange(n) % 2 == 0, np.int64(n // 2)]
     return out
 
 
 def _check_edits(a: np.ndarray, check: Checks) -> None:
     for strategy, ax in layouts(a.ndim):
-        axes = [None] + list(range(a.ndim))
-        for axis in axes:
+        x = make(a, strategy, ax)
+        for axis in [None, 0, -1][: a.ndim + 1]:
             n = a.size if axis is None else a.shape[axis]
             for obj in _objs(n):
-                x = make(a, strategy, ax)
                 what = f"{strategy}/{ax} axis={axis} obj={obj!r}"
                 check.equal(dnp.delete(x, obj, axis=axis), np.delete(a, obj, axis=axis),
                             what="delete " + what)  # fmt: skip
@@ -40,7 +39,7 @@ def _check_edits(a: np.ndarray, check: Checks) -> None:
                 v = a.reshape(-1)[:1] if a.size else np.zeros(1, a.dtype)
                 check.equal(dnp.insert(x, obj, v[0], axis=axis),
                             np.insert(a, obj, v[0], axis=axis), what="insert " + what)  # fmt: skip
-                check.true(np.array_equal(x.get_full_data(), a), "input unchanged " + what)
+        check.true(np.array_equal(x.get_full_data(), a), f"input unchanged {strategy}/{ax}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -120,14 +119,14 @@ def test_edits_move_only_what_changes_rank():
 # -- place ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int32", "complex128", "bool"])
-@pytest.mark.parametrize("shape", [(7,), (1,), (0,), (5, 6), (3, 4, 5)])
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+@pytest.mark.parametrize("shape", [(7,), (0,), (5, 6), (3, 4, 5)])
 def test_place_matches_numpy(shape, dtype):
     a = sample(shape, dtype)
     m = sample(shape, "bool", seed=3)
     check = Checks()
     for strategy, ax in layouts(a.ndim):
-        for vals in ([1, 2, 3], [5], np.arange(40)):
+        for vals in ([1, 2, 3], np.arange(40)):
             want = a.copy()
             try:
                 np.place(want, m, vals)
@@ -168,8 +167,8 @@ def test_place_with_numpy_mask_moves_nothing():
 # -- put_along_axis -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int64", "complex128"])
-@pytest.mark.parametrize("shape", [(7,), (1,), (5, 6), (1, 1), (3, 4, 5)])
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+@pytest.mark.parametrize("shape", [(7,), (5, 6), (1, 1), (3, 4, 5)])
 def test_put_along_axis_matches_numpy(shape, dtype):
     a = sample(shape, dtype)
     check = Checks()
@@ -177,13 +176,13 @@ def test_put_along_axis_matches_numpy(shape, dtype):
         for axis in range(a.ndim):
             idx = np.argsort(a.real if a.dtype.kind == "c" else a, axis=axis)
             first = np.take(idx, [0], axis=axis)
-            for ind in (idx, first, -first - 1):
-                for values in (9, sample(ind.shape, dtype, seed=5)):
-                    want = a.copy()
-                    np.put_along_axis(want, ind, values, axis)
-                    x = make(a, strategy, ax)
-                    dnp.put_along_axis(x, ind, values, axis)
-                    check.equal(x, want, what=f"{strategy}/{ax} axis={axis} {ind.shape}")
+            for ind, values in ((idx, 9), (first, sample(first.shape, dtype, seed=5)),
+                                (-first - 1, 7)):  # fmt: skip
+                want = a.copy()
+                np.put_along_axis(want, ind, values, axis)
+                x = make(a, strategy, ax)
+                dnp.put_along_axis(x, ind, values, axis)
+                check.equal(x, want, what=f"{strategy}/{ax} axis={axis} {ind.shape}")
             # distributed indices and values of the array's shape
             values = sample(idx.shape, dtype, seed=6)
             want = a.copy()
