@@ -256,3 +256,23 @@ def test_numpy_arrays_take_numpy():
     np.fill_diagonal(want, 3.0)
     collective_assert(np.array_equal(b, want), "fill_diagonal on numpy")
     collective_assert(np.array_equal(dnp.delete(a, 1), np.delete(a, 1)), "delete on numpy")
+
+
+def test_distributed_keys_move_only_the_written_elements():
+    """A distributed mask or distributed indices: the True positions (one prefix count)
+    and their values travel to their owners only, never the whole array."""
+    p = default_comm().size
+    n = 40 * p
+    a = sample((n, 6), "float64")
+    m = np.zeros(a.shape, bool)
+    m[[0, 17, -1], [5, 0, 3]] = True
+    for strategy, ax in [("equal", 0), ("equal", 1), ("fftw", 0)]:
+        x = make(a, strategy, ax)
+        mask = make(m, strategy, ax)
+        sent = _sent(lambda x=x, mask=mask: dnp.place(x, mask, [1.0, 2.0]))
+        collective_assert(sent <= 1024, f"{strategy}/{ax}: place sent {sent} bytes")
+        # every target in row 0: each rank's (index, value) pairs travel once to its owner
+        d_ind = make(np.zeros((n, 6), dtype=np.intp), strategy, ax)
+        sent = _sent(lambda x=x, d=d_ind: dnp.put_along_axis(x, d, 1.0, 0))
+        limit = 2 * 16 * (n * 6 // p + 6) + 1024
+        collective_assert(sent <= limit, f"{strategy}/{ax}: put_along_axis sent {sent} B")
