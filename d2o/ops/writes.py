@@ -11,7 +11,10 @@ values`` (`d2o.ops.flat.flat_set`), which writes where the elements live:
   indices): a distributed mask becomes the flat indices of its True elements in global C
   order (``nonzero``: local counts, one small prefix exchange), which with their values
   travel to the owners of the targets only (the point-to-point router,
-  `d2o.move.p2p`, through the fancy assignment).
+  `d2o.move.p2p`, through the fancy assignment).  A distributed key is flattened first
+  (`ravel`: local when it is cut along its first axis, else one exchange of the key);
+  on meshes the fancy assignment of a distributed key takes the slab way (the trace
+  records ``via_slab``), numpy keys stay local there too.
 
 Errors are numpy's types and messages, found before anything is written (the checks
 depend on shapes and on the replicated arguments, or are agreed), so a failed call leaves
