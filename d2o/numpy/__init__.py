@@ -36,7 +36,8 @@ __array_namespace_info__ = _np.__array_namespace_info__
 #: matrix products); the others run on slab equivalents of mesh operands.
 _MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_transpose",
                 "moveaxis", "permute_dims", "real", "rollaxis", "rot90", "swapaxes",
-                "transpose", "where", "clip", "astype"}  # fmt: skip
+                "transpose", "where", "clip", "astype", "insert", "delete", "place",
+                "put_along_axis", "fill_diagonal"}  # fmt: skip
 
 
 #: the registry's kind (`d2o.core.registry.KINDS`) of each class of d2o.numpy's table

@@ -14,8 +14,10 @@ import numpy as np
 
 from ..array.base import Array as D2O
 from ..ops import creation as _creation
+from ..ops import edits as _edits
 from ..ops import flat as _ndarray
 from ..ops import joining as _joining
+from ..ops import writes as _writes
 from ..ops.axislocal import elementwise, fallback
 from ..ops.special import HANDLED
 from .factories import finish, meta_entry, normalize_axis_index
@@ -31,11 +33,15 @@ def put(a, ind, v, mode="raise"):
     return _ndarray.put(a, ind, v, mode)
 
 
-def _inplace_fallback(name: str) -> Callable:
+def _distributed_first(name: str, impl: Callable, inplace: bool = False) -> Callable:
+    """``impl`` when the first argument is distributed; numpy's own function (through
+    the fallback, for distributed other arguments) when it is not."""
     np_func = getattr(np, name)
 
-    def f(*args: Any, **kwargs: Any) -> Any:
-        return fallback(name, np_func, args, kwargs, inplace=True)
+    def f(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(a, D2O):
+            return impl(a, *args, **kwargs)
+        return fallback(name, np_func, (a, *args), kwargs, inplace=inplace)
 
     return f
 
@@ -156,8 +162,31 @@ def fill(table: dict) -> None:
         ),
         "",
     )
-    for n in ("fill_diagonal place put_along_axis").split():
-        table[n] = ("fallback", _inplace_fallback(n), "writes into its first argument")
+    table["insert"] = (
+        "join",
+        _distributed_first("insert", _edits.insert),
+        "one exchange of the source elements that change rank; values cut locally",
+    )
+    table["delete"] = (
+        "join",
+        _distributed_first("delete", _edits.delete),
+        "one exchange of the surviving elements that change rank",
+    )
+    table["place"] = (
+        "index",
+        _distributed_first("place", _writes.place, True),
+        "numpy mask: local writes; distributed mask: True positions routed to owners",
+    )
+    table["put_along_axis"] = (
+        "index",
+        _distributed_first("put_along_axis", _writes.put_along_axis, True),
+        "numpy indices: local writes; distributed ones: targets routed to owners",
+    )
+    table["fill_diagonal"] = (
+        "index",
+        _distributed_first("fill_diagonal", _writes.fill_diagonal, True),
+        "local: each rank writes the diagonal elements of its piece",
+    )
     table["put"] = ("index", put, "numpy indices: every rank writes its own elements")
     for n in ("diag_indices_from tril_indices_from triu_indices_from").split():
         table[n] = ("meta", meta_entry(getattr(np, n)), "")
