@@ -226,6 +226,7 @@ CASES: dict[str, list] = {
     "diagonal": [((A(M),), {}), ((A(M),), {"offset": -2}), ((A(M3),), {"axis1": 1, "axis2": 2})],
     "diag": [((A(SQ),), {"k": 1}), ((A(V[:4]),), {}), ((A(V),), {"k": -2})],
     "diagflat": [((A(V),), {"k": 1}), ((A(M),), {})],
+    "array2string": [((A(M),), {}), ((A(M),), {"precision": 2, "threshold": 5, "edgeitems": 1})],
     "take_along_axis": [((A(M), A(np.argsort(M, axis=1))), {"axis": 1})],
     "repeat": [((A(M), 2), {"axis": 1}), ((A(M), 2), {"axis": 0}), ((A(V), 2), {}, "fallback")],
     "pad": [((A(M), ((0, 0), (1, 2))), {}), ((A(M), 1), {"mode": "edge"}, "fallback")],

@@ -37,7 +37,7 @@ __array_namespace_info__ = _np.__array_namespace_info__
 _MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_transpose",
                 "moveaxis", "permute_dims", "real", "rollaxis", "rot90", "swapaxes",
                 "transpose", "where", "clip", "astype", "insert", "delete", "place",
-                "put_along_axis", "fill_diagonal"}  # fmt: skip
+                "put_along_axis", "fill_diagonal", "array2string"}  # fmt: skip
 
 
 #: the registry's kind (`d2o.core.registry.KINDS`) of each class of d2o.numpy's table

@@ -6,9 +6,9 @@ the bounded fallback (`d2o.ops.axislocal.fallback`) for the rest.  Implementatio
 from numpy's own functions by a few factories (`d2o.numpy.factories`: `_ew`, `_axis`,
 `_meta`), so breadth comes from the table, not from hand-written functions.  The families
 fill it in turn (``_FAMILIES``: `d2o.numpy.elementwise`, `.shapes`, `.reductions`, `.axes`,
-`.products`, `.polynomial`, `.misc`, `.indexing`, `.sorting`, `.assembled`); a later family
-refines some entries of an
-earlier one.  ``docs/coverage.md`` is generated from it (``tools/numpy_coverage.py``).
+`.products`, `.polynomial`, `.misc`, `.indexing`, `.sorting`, `.assembled`, `.printing`); a
+later family refines some entries of an earlier one.  ``docs/coverage.md`` is generated
+from it (``tools/numpy_coverage.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from . import (
     indexing,
     misc,
     polynomial,
+    printing,
     products,
     reductions,
     shapes,
@@ -72,6 +73,7 @@ _FAMILIES = (
     indexing.fill,
     sorting.fill,
     assembled.fill,
+    printing.fill,
 )
 
 
