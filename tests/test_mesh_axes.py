@@ -34,7 +34,7 @@ REDUCTIONS = {
 REDUCTIONS.update(
     {
         n: (getattr(np, n), getattr(dnp, n), None)
-        for n in ("nanprod nanmean nanvar nanstd ptp count_nonzero").split()
+        for n in ("nanprod nanmean nanvar nanstd ptp count_nonzero average").split()
     }
 )
 # numpy's functions (and methods) that reject some dtypes or empty axes raise; d2o raises alike
@@ -46,7 +46,7 @@ def _names(ndim: int) -> list:
 
 def _rtol(dtype: str, name: str):
     if dtype in ("int32", "bool") and name not in ("mean", "var", "std", "nanmean", "nanvar",
-                                                    "nanstd"):  # fmt: skip
+                                                    "nanstd", "average"):  # fmt: skip
         return None
     return 1e-4 if dtype == "float32" else 1e-10
 
@@ -163,6 +163,26 @@ def test_reductions_move_only_partials(lay):
                                   f"fallback {fell}, {sent} B > {bound} B")  # fmt: skip
 
 
+@pytest.mark.parametrize("lay", mesh_names(2))
+def test_comparisons_and_weighted_average_equal_numpy_without_slabs(lay):
+    a = sample((N, N), "float64")
+    w = np.abs(sample((N, N), "float64", seed=3)) + 0.5
+    x, y, wx = make(a, lay), make(a + 1e-9, lay), make(w, lay)
+    check = Checks()
+    calls = {
+        "allclose": (lambda: dnp.allclose(x, y), np.allclose(a, a + 1e-9)),
+        "array_equal": (lambda: dnp.array_equal(x, y), np.array_equal(a, a + 1e-9)),
+        "array_equiv": (lambda: dnp.array_equiv(x, x), True),
+        "average": (lambda: dnp.average(x, axis=0, weights=wx), np.average(a, axis=0, weights=w)),
+        "nanargmax": (lambda: dnp.nanargmax(x, axis=1), np.nanargmax(a, axis=1)),
+    }
+    for name, (f, want) in calls.items():
+        t = _traced(f)
+        _check(check, f(), want, 1e-12, f"{lay} {name}")
+        check.true(sum(r.via_slab for r in t.records) == 0, f"{lay} {name}: via slab")
+    check.done()
+
+
 def test_mean_along_rows_of_a_2x2_mesh_moves_a_few_percent():
     """The issue's row: ``dnp.mean(x, axis=1)`` on a 2x2 mesh moved half of the array."""
     a = sample((64, 64), "float64")
@@ -175,12 +195,13 @@ def test_mean_along_rows_of_a_2x2_mesh_moves_a_few_percent():
 
 # -- roll, diff, gradient ---------------------------------------------------------------
 
-ROLLS = [(1, 0), (-2, 0), (3, -1), (13, 0), (0, 0), ((1, 2), (0, -1)), ((5, -4), (0, 0))]
+ROLLS = [(1, 0), (-2, 0), (3, -1), (13, 0), (0, 0), ((1, 2), (0, -1)), ((5, -4), (0, 0)),
+         (3, None)]  # fmt: skip
 
 
 def _rolls(ndim: int) -> list:
     if ndim == 1:
-        return [(s, a) for s, a in ROLLS if a in (0, (0, 0))]
+        return [(s, a) for s, a in ROLLS if a in (0, (0, 0), None)]
     return ROLLS
 
 
@@ -194,7 +215,8 @@ def test_roll_equals_numpy_and_keeps_the_layout(dtype, shape):
         for shift, axis in _rolls(len(shape)):
             got = dnp.roll(x, shift, axis=axis)
             check.equal(got, np.roll(a, shift, axis=axis), None, f"{lay} roll {shift} {axis}")
-            check.true(got.distributor is x.distributor, f"{lay}: roll changed the layout")
+            if axis is not None or len(shape) == 1:  # (the flattened order: a slab)
+                check.true(got.distributor is x.distributor, f"{lay}: roll changed the layout")
     check.done()
 
 

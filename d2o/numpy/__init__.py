@@ -42,7 +42,8 @@ _MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_tra
                 "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "all",
                 "any", "argmax", "argmin", "nansum", "nanmax", "nanmin", "nanprod", "nanmean",
                 "nanvar", "nanstd", "nanargmax", "nanargmin", "count_nonzero", "ptp",
-                "cumsum", "cumprod", "roll", "diff", "gradient"}  # fmt: skip
+                "cumsum", "cumprod", "roll", "diff", "gradient", "average", "allclose",
+                "array_equal", "array_equiv"}  # fmt: skip
 
 
 #: the registry's kind (`d2o.core.registry.KINDS`) of each class of d2o.numpy's table

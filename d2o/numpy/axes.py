@@ -37,9 +37,12 @@ def roll(a, shift, axis=None):
     rank boundary move point to point (`_roll_split`), along other axes it is local
     (axis-local).  ``axis=None`` rolls the flattened array: for 1-d input that is
     ``axis=0``; for slabs split along axis 0 the flattened pieces are the pieces' own
-    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back; other
-    layouts take the fallback."""
+    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back (meshes
+    through their slab equivalent); other layouts take the fallback.  On process meshes
+    and block-cyclic layouts, along split axes: `_roll_mesh`."""
     if axis is None and isinstance(a, D2O):
+        if a.ndim > 1 and is_mesh(a.distributor):
+            a = as_slab(a)  # the flattened order: through the slab equivalent
         if a.ndim == 1:
             axis = 0
         elif a.ndim > 1 and slab_rows(a.distributor) and a.distributor.axis == 0:
