@@ -141,26 +141,34 @@ def _traced(f):
 @pytest.mark.parametrize("lay", mesh_names(2))
 def test_reductions_move_only_partials(lay):
     """Every reduction along every axis, through d2o.numpy and as a method: no slab
-    equivalent, no fallback, and at most a few partials (the result's size) per rank."""
-    a = sample((N, N), "float64")
+    equivalent, no fallback, the partials combined inside the group of ranks that split
+    the reduced axis, and at most a few partials (this rank's piece of the result) sent
+    to each other rank of the group."""
+    a = sample((2 * N, 2 * N), "float64")
     x = make(a, lay)
+    d = x.distributor
     for name, (_, d_f, meth) in REDUCTIONS.items():
         for axis in (0, 1):
             calls = [("d2o.numpy", lambda f=d_f, ax=axis: f(x, axis=ax))]
             if meth is not None:
                 calls.append(("method", lambda m=meth, ax=axis: getattr(x, m)(axis=ax)))
+            split = getattr(d, "split", (d.axis,) if d.axis is not None else ())
+            mesh = getattr(getattr(d, "layout", None), "mesh", (P,))
+            group = int(np.prod([mesh[m] for m, s in enumerate(split) if s == axis]))
+            piece = d.local_shape[1 - axis]  # this rank's part of the result
             for how, f in calls:
                 t = _traced(f)
                 slab = sum(r.via_slab for r in t.records)
                 fell = [r.fallback for r in t.records if r.fallback]
-                # a partial is one result (N values) of values and, for argmax, indices:
-                # at most three partials (nanvar: the mean, the count and the sum of squares)
-                # sent to each of the other ranks of the mesh axis, plus the agreements
-                sent = default_comm().allreduce(t.bytes_sent, "max")
-                bound = 3 * N * 16 * max(P - 1, 1) + 64
-                ok = slab == 0 and not fell and sent <= bound
+                # a partial: values and, for argmax, indices; at most three (nanvar: the
+                # mean, the count, the sum of squares) to each other rank of the group,
+                # plus the one-byte agreements on the arguments
+                bound = 3 * piece * 16 * (group - 1) + 64
+                wide = [c for c in t.calls if c[2] > 16 and c[4] > group]
+                ok = slab == 0 and not fell and t.bytes_sent <= bound and not wide
                 collective_assert(ok, f"{lay} {how} {name} axis={axis}: {slab} via slab, "
-                                  f"fallback {fell}, {sent} B > {bound} B")  # fmt: skip
+                                  f"fallback {fell}, {t.bytes_sent} B > {bound} B, "
+                                  f"outside the group of {group}: {wide}")  # fmt: skip
 
 
 @pytest.mark.parametrize("lay", mesh_names(2))
