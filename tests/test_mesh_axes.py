@@ -294,3 +294,54 @@ def test_diff_on_block_meshes_moves_boundary_slices(lay):
         # each order: one slice (at most N values) per rank and block boundary
         bound = n * P * N * 8 + 64 * P
         collective_assert(slab == 0 and got <= bound, f"{lay} diff {n} {ax}: {got} B")
+
+
+# -- scans along block-cyclic axes ------------------------------------------------------
+
+
+def _big_blocks(ndim: int) -> list:
+    """Block-cyclic layouts whose blocks (at least twice the mesh extent) make the native
+    scan cheaper than the slab equivalent."""
+    half = (2, P // 2) if P % 2 == 0 else (P, 1)
+    out = [d2o.layout(mesh=(P,), split=(0,), block=2 * P)]
+    if ndim >= 2:
+        out.append(d2o.layout(mesh=half, split=(1, 0), block=(4, 2 * max(half))))
+        # rows in blocks, columns block-cyclic (small blocks: the slab equivalent at 4 ranks)
+        out.append(d2o.layout(mesh=half, split=(0, 1), block=(None, 2)))
+    return out
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 5), (30, 4), (41,), (3, 9, 2)])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "complex128", "bool"])
+def test_scans_along_block_cyclic_axes_equal_numpy(dtype, shape):
+    a = sample(shape, dtype)
+    check = Checks()
+    for lay in _big_blocks(len(shape)):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        for axis in range(len(shape)):
+            for fn in ("cumsum", "cumprod"):
+                want = getattr(np, fn)(a, axis=axis)
+                check.equal(getattr(x, fn)(axis=axis), want, 1e-12 if dtype != "bool" else None,
+                            f"{lay} {fn} {axis}")  # fmt: skip
+                check.equal(getattr(dnp, fn)(x, axis=axis), want,
+                            1e-12 if dtype != "bool" else None, f"{lay} dnp.{fn} {axis}")  # fmt: skip
+        check.equal(np.add.accumulate(x, axis=0), np.add.accumulate(a, axis=0), 1e-12, "add")
+    check.done()
+
+
+def test_a_scan_along_a_block_cyclic_axis_moves_the_block_totals():
+    """Each block scanned alone, then one Allgather of the blocks' last slices inside the
+    mesh axis: (extent - 1) / block of the array in all, no slab equivalent."""
+    b = 2 * P
+    n = 8 * b
+    a = sample((n, 6), "float64")
+    x = distributed_data_object(a, distribution_strategy=d2o.layout(mesh=(P,), split=(0,), block=b))
+    t = _traced(lambda: x.cumsum(axis=0))
+    total = default_comm().allreduce(t.bytes_sent, "sum")
+    slab = sum(r.via_slab for r in t.records)
+    # every rank sends its blocks' last rows (padded to the most blocks a rank holds)
+    bound = P * -(-(n // b) // P) * 6 * 8 + 16 * P
+    collective_assert(slab == 0 and total <= bound, f"{total} B > {bound} B, {slab} via slab")
+    assert_close = Checks()
+    assert_close.equal(x.cumsum(axis=0), np.cumsum(a, axis=0), 1e-12, "cumsum")
+    assert_close.done()
