@@ -35,7 +35,10 @@ def test_row_within_the_model(op, lay):
         collective_assert(row["sent"] == 0 and row["calls"] == 0, row)
     collective_assert(row["sent"] <= 1.1 * row["model"] + 1024, row)
     collective_assert(not row["via_slab"], row)
-    collective_assert(row["peak"] <= 3 * row["per_rank"] + 32 * 1024, row)
+    if table.memory_pending(op, lay) is None:
+        collective_assert(row["peak"] <= 3 * row["per_rank"] + 32 * 1024, row)
+    else:  # listed with its reason; the bound of today's algorithm
+        collective_assert(row["peak"] <= 4 * row["per_rank"] + 32 * 1024, row)
 
 
 def test_pending_rows_are_still_above_the_model():

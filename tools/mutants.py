@@ -157,7 +157,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "ax = d.axis if keepdims else d.axis - sum(a > d.axis for a in axes)",
        "reduction over other axes: result split axis shifted by the reduced axes after it",
        "test_reductions.py", "test_layout_rules.py"),
-    _m("reduce-argmax-stride", "d2o/ops/reductions.py",
+    _m("reduce-argmax-stride", "d2o/ops/argreduce.py",
        "gi += i * _stride(d.global_shape, ax)",
        "gi += i * _stride(obj.data.shape, ax)",
        "argmax/argmin over all axes: flat index built with the local piece's strides",

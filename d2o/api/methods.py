@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.registry import marked, operations
+from ..ops import argreduce as _argreduce
 from ..ops import flat as _flat
 from ..ops import linalg as _linalg
 from ..ops import original as _original
@@ -120,12 +121,12 @@ class NumpyMethods:
     @marked(mesh=True, kind="reduction")
     def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmax`` (flat index without ``axis``)."""
-        return _reductions.arg(self, "argmax", axis, out, keepdims)
+        return _argreduce.arg(self, "argmax", axis, out, keepdims)
 
     @marked(mesh=True, kind="reduction")
     def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """Collective: numpy's ``argmin`` (flat index without ``axis``)."""
-        return _reductions.arg(self, "argmin", axis, out, keepdims)
+        return _argreduce.arg(self, "argmin", axis, out, keepdims)
 
     def argmax_nonflat(self, axis: Any = None) -> tuple:
         """Collective: the index tuple of the maximum; identical on every rank."""

@@ -33,11 +33,18 @@ __array_namespace_info__ = _np.__array_namespace_info__
 
 
 #: numpy functions that handle process meshes themselves (views on every layout, the
-#: matrix products); the others run on slab equivalents of mesh operands.
+#: matrix products, the reductions: partials combined inside the mesh axis's
+#: sub-communicator, `d2o.ops.reductions`; ``roll``/``diff``: boundary slices only); the
+#: others run on slab equivalents of mesh operands.
 _MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_transpose",
                 "moveaxis", "permute_dims", "real", "rollaxis", "rot90", "swapaxes",
                 "transpose", "where", "clip", "astype", "insert", "delete", "place",
-                "put_along_axis", "fill_diagonal", "array2string"}  # fmt: skip
+                "put_along_axis", "fill_diagonal", "array2string",
+                "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "all",
+                "any", "argmax", "argmin", "nansum", "nanmax", "nanmin", "nanprod", "nanmean",
+                "nanvar", "nanstd", "nanargmax", "nanargmin", "count_nonzero", "ptp",
+                "cumsum", "cumprod", "roll", "diff", "gradient", "average", "allclose",
+                "array_equal", "array_equiv"}  # fmt: skip
 
 
 #: the registry's kind (`d2o.core.registry.KINDS`) of each class of d2o.numpy's table

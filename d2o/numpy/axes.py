@@ -19,9 +19,10 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
-from ..layouts.distributors import get_distributor, slab_distributor
+from ..layouts.distributors import as_runs, get_distributor, slab_distributor
+from ..layouts.mesh import is_mesh, subcomm
 from ..move.halo import rows_for, slab_rows
-from ..move.redistribution import redistribute
+from ..move.redistribution import exchange, redistribute
 from ..ops import creation as _creation
 from ..ops.axislocal import axis_local, fallback, whole_along
 from . import composed as _composed
@@ -36,9 +37,12 @@ def roll(a, shift, axis=None):
     rank boundary move point to point (`_roll_split`), along other axes it is local
     (axis-local).  ``axis=None`` rolls the flattened array: for 1-d input that is
     ``axis=0``; for slabs split along axis 0 the flattened pieces are the pieces' own
-    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back; other
-    layouts take the fallback."""
+    memory, so it is a roll of ``a.ravel()`` along its split axis, reshaped back (meshes
+    through their slab equivalent); other layouts take the fallback.  On process meshes
+    and block-cyclic layouts, along split axes: `_roll_mesh`."""
     if axis is None and isinstance(a, D2O):
+        if a.ndim > 1 and is_mesh(a.distributor):
+            a = as_slab(a)  # the flattened order: through the slab equivalent
         if a.ndim == 1:
             axis = 0
         elif a.ndim > 1 and slab_rows(a.distributor) and a.distributor.axis == 0:
@@ -47,11 +51,13 @@ def roll(a, shift, axis=None):
         return fallback("roll", np.roll, (a, shift), {"axis": axis})
     core = agreed_axes(a, axis, allow_duplicate=True)
     d = a.distributor
+    if is_mesh(d) and set(core) & set(d.split_axes()):
+        with agreed(d.comm):
+            net = _net_shifts(a, shift, axis, core)
+        return _roll_mesh(a, net)
     if slab_rows(d) and d.axis in core:
         with agreed(d.comm):
-            net = dict.fromkeys(core, 0)
-            for sh, ax in np.broadcast(shift, axis):
-                net[int(ax) % a.ndim] += operator.index(sh)
+            net = _net_shifts(a, shift, axis, core)
         rolled = _roll_split(a, net.pop(d.axis))
         rest = [(ax, sh) for ax, sh in net.items() if sh]
         if not rest:
@@ -59,6 +65,80 @@ def roll(a, shift, axis=None):
         piece = np.roll(rolled.data, [sh for _, sh in rest], axis=[ax for ax, _ in rest])
         return _from_local(piece, d)
     return axis_local("roll", lambda p: np.roll(p, shift, axis=axis), a, core)
+
+
+def _net_shifts(a, shift: Any, axis: Any, core: tuple) -> dict:
+    """The total shift per rolled axis (numpy's broadcasting of ``shift`` and ``axis``)."""
+    net = dict.fromkeys(core, 0)
+    for sh, ax in np.broadcast(shift, axis):
+        net[int(ax) % a.ndim] += operator.index(sh)
+    return net
+
+
+def _shifted(entry: tuple, s: int, n: int) -> tuple:
+    """One axis of a rank's region rolled by ``s`` (``0 <= s < n``): the runs of the old
+    indices ``(j - s) % n`` its indices ``j`` take their values from, sorted, and how many
+    of its indices wrap around (``j < s``: their sources are the last runs)."""
+    straight, wrapped, below = [], [], 0
+    for lo, hi in as_runs(entry):
+        if min(hi, s) > lo:
+            wrapped.append((lo - s + n, min(hi, s) - s + n))
+            below += min(hi, s) - lo
+        if hi > max(lo, s):
+            straight.append((max(lo, s) - s, hi - s))
+    runs: list = []
+    for lo, hi in straight + wrapped:  # ascending: every wrapped source is >= n - s
+        if runs and runs[-1][1] == lo:
+            runs[-1] = (runs[-1][0], hi)
+        else:
+            runs.append((lo, hi))
+    return tuple(runs), below
+
+
+def _roll_mesh(a, net: dict):
+    """``np.roll`` of an array on a process mesh or block-cyclic layout by ``net`` (axis:
+    shift), in its own layout.  Collective in the sub-communicator of the mesh axes that
+    split a rolled axis: one exchange (`d2o.move.redistribution.exchange`, its plan cached)
+    in which each rank receives exactly the elements of its piece that another rank held
+    (on block axes the ``s`` slices that cross each block boundary; on block-cyclic axes
+    every element whose block changes owner), then a local roll puts the wrapped part in
+    place; the shifts of whole axes are local."""
+    d = a.distributor
+    shifts = {ax: (sh % a.shape[ax] if a.shape[ax] else 0) for ax, sh in net.items()}
+    split = {ax: sh for ax, sh in shifts.items() if sh and ax in d.split_axes()}
+    local = {ax: sh for ax, sh in shifts.items() if sh and ax not in split}
+    data = a.data
+    if split:
+        mesh_axes = tuple(m for m, s in enumerate(d.split) if s in split)
+        sub = subcomm(d, mesh_axes)
+        extents = [d.layout.mesh[m] for m in mesh_axes]
+
+        def rank_of(j: int) -> int:
+            coords = list(d.coords)
+            for m, c in zip(mesh_axes, np.unravel_index(j, extents)):
+                coords[m] = int(c)
+            return int(np.ravel_multi_index(coords, d.layout.mesh))
+
+        def have(j: int) -> tuple:
+            return d.region(rank_of(j))
+
+        def want(j: int) -> tuple:
+            box = d.region(rank_of(j))
+            return tuple(
+                _shifted(e, split[ax], a.shape[ax])[0] if ax in split else e
+                for ax, e in enumerate(box)
+            )
+
+        key = ("roll", d, tuple(sorted(split.items())))  # rank_of: this rank's coordinates
+        data = exchange(sub, data, have, want, key=key)
+        for ax, sh in split.items():
+            local[ax] = _shifted(d.region(d.comm.rank)[ax], sh, a.shape[ax])[1]
+    local = {ax: sh for ax, sh in local.items() if sh}
+    if local:
+        data = np.roll(data, list(local.values()), axis=list(local))
+    elif data is a.data:
+        data = data.copy()
+    return _from_local(data, d)
 
 
 def _roll_split(a, s: int):
@@ -89,7 +169,9 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 
 def gradient(f, *varargs, axis=None, edge_order=1):
-    """numpy's ``gradient`` with scalar spacings: one axis-local call per axis."""
+    """numpy's ``gradient`` with scalar spacings, one axis at a time: along split axes of
+    slabs and block meshes shifted views (boundary slices move), along whole axes local;
+    block-cyclic operands go through their slab equivalent (one exchange)."""
     axes = tuple(range(f.ndim)) if axis is None else agreed_axes(f, axis)
     if len(varargs) == 0:
         spacing = [1.0] * len(axes)
@@ -101,15 +183,18 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         return fallback(
             "gradient", np.gradient, (f,) + varargs, {"axis": axis, "edge_order": edge_order}
         )
+    if any(_cyclic_along(f.distributor, k) for k in axes):
+        f = as_slab(f)  # block-cyclic: shifted views would move a slice per small block
     out = [_gradient_one(f, k, h, edge_order) for k, h in zip(axes, spacing)]
     return out[0] if len(out) == 1 else tuple(out)
 
 
 def _gradient_one(f, k: int, h: Any, edge_order: Any):
-    """One axis of ``gradient``: shifted views along a slab's split axis (halo rows only;
-    `d2o.numpy.composed.gradient_along`), else axis-local."""
+    """One axis of ``gradient``: shifted views along a split axis of a slab or a block
+    mesh (boundary slices only; `d2o.numpy.composed.gradient_along`), else axis-local.
+    (`gradient` moves block-cyclic operands to their slab equivalent first.)"""
     if (
-        _composed.split_slab_axis(f, k) is not None
+        _composed.split_axis(f, k) is not None
         and edge_order in (1, 2)
         and f.shape[k] >= edge_order + 1
         and f.dtype.kind in "iufc"
@@ -129,6 +214,14 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
 
 
 _unwrap = axis_entry(np.unwrap, "unwrap")
+
+
+def _cyclic_along(d: Any, k: int) -> bool:
+    """True where a block-cyclic mesh axis splits axis ``k`` (shifted views along it would
+    move a slice per small block)."""
+    return is_mesh(d) and any(
+        s == k and d.layout.block[m] is not None for m, s in enumerate(d.split)
+    )
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):

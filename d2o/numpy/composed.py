@@ -17,6 +17,7 @@ import numpy as np
 from ..array.align import align
 from ..array.base import Array as D2O
 from ..core.errors import agreed
+from ..layouts.mesh import is_mesh
 from ..move.halo import slab_rows
 from ..ops.axislocal import elementwise, fallback, whole_along
 from ..ops.creation import zeros
@@ -41,16 +42,20 @@ def _concat(parts: list) -> Any:
     return concatenate(parts)
 
 
-def split_slab_axis(a: Any, axis: Any) -> int | None:
-    """The axis ``axis`` names when it is the split axis of ``a``'s slab layout (so that
-    shifted views along it move boundary rows only), else None.  Local."""
-    if not isinstance(a, D2O) or not slab_rows(a.distributor) or isinstance(axis, tuple):
+def split_axis(a: Any, axis: Any) -> int | None:
+    """The axis ``axis`` names when it is a split axis of ``a``'s slab layout or process
+    mesh (so that shifted views along it move boundary slices only: one per block
+    boundary, `d2o.move.halo`), else None.  Local."""
+    if not isinstance(a, D2O) or isinstance(axis, tuple):
+        return None
+    d = a.distributor
+    if not slab_rows(d) and not is_mesh(d):
         return None
     try:
         ax = np.lib.array_utils.normalize_axis_index(operator.index(axis), a.ndim)
     except Exception:
         return None  # the general path raises numpy's error on every rank
-    return ax if ax == a.distributor.axis else None
+    return ax if ax == d.axis or (is_mesh(d) and ax in d.split_axes()) else None
 
 
 def _along(ax: int, ndim: int, sl: slice) -> tuple:
@@ -58,12 +63,13 @@ def _along(ax: int, ndim: int, sl: slice) -> tuple:
 
 
 def diff_along(along: Callable) -> Callable:
-    """numpy's ``diff``; along the only axis of a distributed 1-d array, or the split axis
-    of a slab layout, it is ``x[1:] - x[:-1]`` of shifted views (each order moves one
-    boundary row per neighbour, point to point), else ``along`` (the axis-local path)."""
+    """numpy's ``diff``; along the only axis of a distributed 1-d array, or a split axis
+    of a slab layout or process mesh, it is ``x[1:] - x[:-1]`` of shifted views (each order
+    moves one boundary slice per block boundary: on block-cyclic axes one per block),
+    else ``along`` (the axis-local path)."""
 
     def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
-        ax = split_slab_axis(a, axis)
+        ax = split_axis(a, axis)
         plain = prepend is np._NoValue and append is np._NoValue
         if ax is not None and a.ndim > 1 and plain and operator.index(n) >= 0:
             x = a

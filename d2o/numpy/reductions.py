@@ -85,7 +85,14 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     n = _count(a, axis, keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):
         res = s / n
-    return finish(res, out)
+    return finish(_as_numpy_dtype(res, np.nanmean(np.zeros(1, a.dtype), dtype=dtype).dtype), out)
+
+
+def _as_numpy_dtype(res: Any, dt: np.dtype) -> Any:
+    """``res`` in numpy's result dtype ``dt`` (a sum over a count is float64 otherwise)."""
+    if isinstance(res, D2O):
+        return res if res.dtype == dt else res.astype(dt)
+    return dt.type(res)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -102,7 +109,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     with np.errstate(invalid="ignore", divide="ignore"):
         res = s / np.maximum(n - ddof, 0) if not isinstance(n, D2O) else s / elementwise(
             lambda c: np.maximum(c - ddof, 0), [n])  # fmt: skip
-    return finish(res, out)
+    return finish(_as_numpy_dtype(res, np.nanvar(np.zeros(1, a.dtype), dtype=dtype).dtype), out)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,

@@ -21,7 +21,7 @@ Errors of numpy's calls are agreed (one one-byte allreduce), so every rank raise
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ..core import config as _config
 from ..core import trace as _trace
 from ..core.errors import agreed, check_gather, defer
 from ..layouts.distributors import Distributor, get_distributor
-from ..layouts.mesh import is_mesh
+from ..layouts.mesh import MeshDistributor, is_mesh, moved
 from ..move.redistribution import redistribute
 from .creation import asarray
 
@@ -143,11 +143,13 @@ def axis_local(
     with agreed(comm):
         if data.size == 0 and x.size and not d.replicated:
             # an empty piece: learn the result's shape from one zero row
+            # (on a mesh: the split axis this rank holds none of)
+            pa = d.axis if d.axis is not None else data.shape.index(0)
             probe_shape = list(data.shape)
-            probe_shape[d.axis] = 1
+            probe_shape[pa] = 1
             res = func(np.zeros(probe_shape, dtype=data.dtype), *args, **kwargs)
             res = np.asarray(res)
-            o = d.axis if out_axis is None else out_axis(d.axis, res.ndim)
+            o = pa if out_axis is None else out_axis(pa, res.ndim)
             res = res[(slice(None),) * o + (slice(0, 0),)]
         else:
             res = np.asarray(func(data, *args, **kwargs))
@@ -162,6 +164,13 @@ def axis_local(
     if try_mesh:
         if res.shape == data.shape:
             return _from_local(res, d)
+        if (
+            out_axis is None
+            and res.ndim == data.ndim
+            and all(res.shape[a] == data.shape[a] for a in range(res.ndim) if a not in core)
+        ):  # only the whole (core) axes changed length: the mesh's pieces of the new shape
+            gshape = tuple(res.shape[a] if a in core else n for a, n in enumerate(x.shape))
+            return _from_local(res, moved(cast(MeshDistributor, d), gshape, 0))
         x = as_slab(x)  # a mesh result of another shape: on the slabs instead
         return axis_local(name, func, x, core, args, kwargs, out_axis)
     ax = d.axis

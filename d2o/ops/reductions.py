@@ -33,11 +33,9 @@ import numpy as np
 from ..array.align import align
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
-from ..array.slabs import as_slab
 from ..core import config as _config
 from ..core.errors import (
     HEADER_WORDS,
-    PAYLOAD_BYTES,
     RECORD_WORDS,
     VALUE,
     agreed,
@@ -120,7 +118,7 @@ def combine_partials(
     raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
 
 
-def _probe(obj: D2O) -> np.ndarray:
+def probe(obj: D2O) -> np.ndarray:
     """A tiny array with the global array's zero-length pattern and dtype."""
     return np.zeros(tuple(min(n, 1) for n in obj.shape), dtype=obj.dtype)
 
@@ -128,7 +126,7 @@ def _probe(obj: D2O) -> np.ndarray:
 _PROBE_DTYPES: dict = {}
 
 
-def _probe_dtype(fn: Callable, obj: D2O, **kwargs: Any) -> np.dtype:
+def probe_dtype(fn: Callable, obj: D2O, **kwargs: Any) -> np.dtype:
     """The result dtype of ``fn`` on ``obj`` (numpy's errors, from the probe); cached, so a
     repeated call costs a dict lookup."""
     try:
@@ -139,20 +137,20 @@ def _probe_dtype(fn: Callable, obj: D2O, **kwargs: Any) -> np.dtype:
     if hit is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            hit = np.asarray(fn(_probe(obj), **kwargs)).dtype
+            hit = np.asarray(fn(probe(obj), **kwargs)).dtype
         if key is not None and len(_PROBE_DTYPES) < 4096:
             _PROBE_DTYPES[key] = hit
     return hit
 
 
-def _norm_axes(axis: Any, ndim: int) -> tuple:
+def norm_axes(axis: Any, ndim: int) -> tuple:
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
     return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
 
 
-def _kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> Distributor:
+def kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> Distributor:
     """Layout of a result where the distributed axis was not reduced."""
     if d.replicated:
         return get_distributor("not", shape, d.comm)
@@ -162,7 +160,7 @@ def _kept_layout(d: Distributor, shape: tuple, axes: tuple, keepdims: bool) -> D
     return like(d, shape, axis=ax)
 
 
-def _wrap_result(res: Any, d: Distributor) -> Any:
+def wrap_result(res: Any, d: Distributor) -> Any:
     if np.ndim(res) == 0:
         return np.asarray(res)[()]
     return _from_local(res, d)
@@ -225,10 +223,10 @@ def reduce(
         res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
         if np.ndim(res) == 0:
             return np.asarray(res)[()]
-        axes = _norm_axes(axis, d.ndim)
+        axes = norm_axes(axis, d.ndim)
         return _from_local(
             res,
-            _kept_layout(d, res.shape, axes, keepdims)
+            kept_layout(d, res.shape, axes, keepdims)
             if d.axis not in axes
             else get_distributor("not", res.shape, d.comm),
         )
@@ -240,9 +238,9 @@ def reduce(
         return _mesh_reduce(obj, fn, combine, fill, rdtype, axes, keepdims, kwargs)
     if d.axis not in axes:
         res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
-        gshape = _reduced_shape(d.global_shape, axes, keepdims)
-        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
-    pshape = _reduced_shape(obj.data.shape, axes, True)
+        gshape = reduced_shape(d.global_shape, axes, keepdims)
+        return _from_local(res, kept_layout(d, gshape, axes, keepdims))
+    pshape = reduced_shape(obj.data.shape, axes, True)
     if obj.data.shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
         partial = np.full(pshape, fill(rdtype), dtype=rdtype)
     else:
@@ -250,7 +248,7 @@ def reduce(
     total = combine_partials(partial, combine, d)
     if not keepdims:
         total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
-    return _wrap_result(total, get_distributor("not", total.shape, d.comm))
+    return wrap_result(total, get_distributor("not", total.shape, d.comm))
 
 
 def _full_reduce(
@@ -346,12 +344,12 @@ def _mesh_reduce(
     partials combined there (local when no split axis is reduced); the result keeps the
     mesh, those mesh axes now holding replicas."""
     d = obj.distributor
-    gshape = _reduced_shape(d.global_shape, axes, keepdims)
+    gshape = reduced_shape(d.global_shape, axes, keepdims)
     target = reduced_layout(d, axes, keepdims, gshape)
     mesh_axes = tuple(m for m, s in enumerate(d.split) if s is not None and s in axes)
     if not mesh_axes:
         return _from_local(fn(obj.data, axis=axes, keepdims=keepdims, **kwargs), target)
-    pshape = _reduced_shape(obj.data.shape, axes, True)
+    pshape = reduced_shape(obj.data.shape, axes, True)
     empty = any(obj.data.shape[d.split[m]] == 0 for m in mesh_axes)
     if empty and fill is not None and "initial" not in kwargs:
         partial = np.full(pshape, fill(rdtype), dtype=rdtype)
@@ -360,7 +358,7 @@ def _mesh_reduce(
     total = combine_partials(partial, combine, None, subcomm(d, mesh_axes))
     if not keepdims:
         total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
-    return _wrap_result(total, target)
+    return wrap_result(total, target)
 
 
 _PROBES: dict = {}
@@ -380,14 +378,14 @@ def _validate(obj: D2O, name: str, fn: Callable, axis: Any, kwargs: dict) -> tup
     if hit is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            probe = fn(_probe(obj), axis=axis, keepdims=True, **kwargs)
-        hit = (probe.dtype, _norm_axes(axis, obj.ndim))
+            tried = fn(probe(obj), axis=axis, keepdims=True, **kwargs)
+        hit = (tried.dtype, norm_axes(axis, obj.ndim))
         if key is not None and len(_PROBES) < 4096:
             _PROBES[key] = hit
     return hit
 
 
-def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+def reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
     if keepdims:
         return tuple(1 if i in axes else n for i, n in enumerate(shape))
     return tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -397,7 +395,7 @@ def _count(obj: D2O, axis: Any) -> int:
     shape = obj.distributor.global_shape
     if axis is None:
         return obj.distributor.size
-    return math.prod(shape[a] for a in _norm_axes(axis, len(shape)))
+    return math.prod(shape[a] for a in norm_axes(axis, len(shape)))
 
 
 def mean(
@@ -408,7 +406,7 @@ def mean(
         return store(mean(obj, axis, dtype, None, keepdims), out)
     sdt = dtype if dtype is not None else (np.float64 if obj.dtype.kind in "biu" else None)
     total = reduce(obj, "sum", axis=axis, dtype=sdt, out=out, keepdims=keepdims)
-    rdt = _probe_dtype(np.mean, obj, axis=axis, dtype=dtype)  # after the agreed sum: valid
+    rdt = probe_dtype(np.mean, obj, axis=axis, dtype=dtype)  # after the agreed sum: valid
     n = _count(obj, axis)
     if n:
         res = total / n
@@ -429,7 +427,7 @@ def _moments_full(obj: D2O, dtype: Any, ddof: Any, keepdims: bool, sqrt: bool) -
     error, rdt = None, None
     rec = new_record()
     try:
-        rdt = _probe_dtype(np.var, obj, dtype=dtype, ddof=ddof)
+        rdt = probe_dtype(np.var, obj, dtype=dtype, ddof=ddof)
         cplx = obj.dtype.kind == "c" or (dtype is not None and np.dtype(dtype).kind == "c")
         acc = np.complex128 if cplx else np.float64
         x = obj.data
@@ -532,152 +530,6 @@ def std(
     return np.sqrt(var(obj, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
 
-def _stride(shape: tuple, ax: int) -> int:
-    out = 1
-    for n in shape[ax + 1 :]:
-        out *= n
-    return out
-
-
-def _arg_local(obj: D2O, fn: Callable, axis: Any, axes: tuple) -> tuple:
-    """This rank's candidates: global indices, values and the reduced axis."""
-    d = obj.distributor
-    data = obj.data
-    if axis is None:
-        data = data.reshape(-1)
-        if data.size:
-            li = int(fn(data))
-            gi = 0  # the local flat index, unravelled and re-ravelled globally (C order)
-            rest = li
-            for ax in range(d.ndim - 1, -1, -1):
-                n_loc = obj.data.shape[ax]
-                i = rest % n_loc
-                rest //= n_loc
-                i = int(d.global_indices(ax)[i])
-                gi += i * _stride(d.global_shape, ax)
-            return np.array([gi], dtype=np.int64), data[li : li + 1], 0
-        return np.array([-1], dtype=np.int64), np.zeros(1, dtype=obj.dtype), 0
-    ax = axes[0]
-    if data.shape[ax]:
-        li = np.expand_dims(fn(data, axis=ax), ax)
-        val = np.take_along_axis(data, li, axis=ax)
-        return d.global_indices(ax)[li].astype(np.int64), val, ax
-    shp = tuple(1 if i == ax else n for i, n in enumerate(data.shape))
-    return np.full(shp, -1, dtype=np.int64), np.zeros(shp, dtype=obj.dtype), ax
-
-
-def _arg_full(obj: D2O, fn: Callable, name: str, keepdims: bool) -> int:
-    """Collective: the global flat index of ``fn`` (argmax/argmin) over every axis, with
-    the error agreement, in one Allreduce of a 96-byte record (each rank's candidate,
-    value and global index, combined by numpy's rules: `_arg_combiner`)."""
-    d = obj.distributor
-    error = None
-    rec = new_record()
-    try:
-        _probe_dtype(fn, obj, axis=None, keepdims=keepdims)
-        gi, val, _ = _arg_local(obj, fn, None, ())
-        code = _arg_combiner(name, obj.dtype)  # registered on every rank: all may fold
-        if gi[0] >= 0:  # this rank holds elements
-            pay = payload(rec)
-            pay[:8].view(np.int64)[0] = gi[0]
-            pay[8 : 8 + obj.dtype.itemsize] = np.ascontiguousarray(val).view(np.uint8)
-            rec[0] |= VALUE
-            rec[3] = code
-    except Exception as exc:
-        error = exc
-    out = allreduce_agreed(d.comm, error, rec, combine=True)
-    return int(payload(out)[:8].view(np.int64)[0])
-
-
-#: (name, dtype) -> the code of the record combiner of argmax/argmin candidates
-_ARG_CODES: dict = {}
-
-
-def _arg_combiner(name: str, dtype: np.dtype) -> int:
-    """The code of the record combiner keeping the better of two (global index, value)
-    candidates by numpy's rules: the first NaN wins, ties go to the lowest index."""
-    code = _ARG_CODES.get((name, dtype))
-    if code is None:
-        n, argmax = dtype.itemsize, name == "argmax"
-
-        def fold(a: np.ndarray, b: np.ndarray) -> None:
-            pa, pb = a.view(np.uint8), b.view(np.uint8)
-            ia, ib = int(a[0]), int(b[0])  # global indices are never negative here
-            va, vb = pa[8 : 8 + n].view(dtype)[0], pb[8 : 8 + n].view(dtype)[0]
-            anan, bnan = va != va, vb != vb
-            if bnan:
-                better = anan and ia < ib
-            elif anan:
-                better = True
-            else:
-                better = (va > vb if argmax else va < vb) or (va == vb and ia < ib)
-            if better:
-                b[:] = a
-
-        code = _ARG_CODES[name, dtype] = combiner(f"{name}:{dtype.str}", fold)
-    return code
-
-
-def _arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-    if out is not None:
-        return store(_arg(obj, name, axis, None, keepdims), out)
-    fn = np.argmax if name == "argmax" else np.argmin
-    d = obj.distributor
-    if d.replicated or d.comm.size == 1:
-        res = fn(obj.data, axis=axis, keepdims=keepdims)
-        if np.ndim(res) == 0:
-            return np.asarray(res)[()]
-        axes = _norm_axes(axis, d.ndim)
-        lay = (
-            _kept_layout(d, res.shape, axes, keepdims)
-            if d.axis not in axes
-            else get_distributor("not", res.shape, d.comm)
-        )
-        return _from_local(res, lay)
-    if axis is None and not obj.dtype.hasobject and obj.dtype.itemsize <= PAYLOAD_BYTES - 8:
-        best = _arg_full(obj, fn, name, keepdims)
-        if not keepdims:
-            return np.intp(best)
-        res = np.full((1,) * d.ndim, best, dtype=np.intp)
-        return _wrap_result(res, get_distributor("not", res.shape, d.comm))
-    with agreed(d.comm):
-        fn(_probe(obj), axis=axis, keepdims=keepdims)
-        axes = _norm_axes(axis, d.ndim)
-    if is_mesh(d) and any(s in axes for s in d.split_axes()):  # no mesh algorithm yet
-        return _arg(as_slab(obj), name, axis, None, keepdims)
-    if axis is not None and d.axis not in axes:
-        res = fn(obj.data, axis=axis, keepdims=keepdims)
-        gshape = _reduced_shape(d.global_shape, axes, keepdims)
-        return _from_local(res, _kept_layout(d, gshape, axes, keepdims))
-    gi, val, ax = _arg_local(obj, fn, axis, axes)
-    vals, idxs = d.comm.Allgather(val), d.comm.Allgather(gi)
-    lengths = d.piece_sizes() if is_mesh(d) else d.lengths()
-    best_v, best_i = None, None
-    for r in range(d.comm.size):
-        if lengths[r] == 0:
-            continue
-        v, i = vals[r], idxs[r]
-        if best_v is None:
-            best_v, best_i = v.copy(), i.copy()
-            continue
-        # Ties (and NaNs, which win like in numpy) go to the lowest global index:
-        # rank order is not flat order when the distributed axis is not the first.
-        earlier = i < best_i
-        cmp = (v > best_v) if name == "argmax" else (v < best_v)
-        better = cmp | ((v == best_v) & earlier)
-        if v.dtype.kind in "fc":
-            vnan, bnan = np.isnan(v), np.isnan(best_v)
-            better = np.where(bnan, vnan & earlier, vnan | better)
-        best_v = np.where(better, v, best_v)
-        best_i = np.where(better, i, best_i)
-    if axis is None:
-        res = best_i.reshape(()) if not keepdims else best_i.reshape((1,) * d.ndim)
-    else:
-        res = best_i if keepdims else np.squeeze(best_i, axis=ax)
-    res = res.astype(np.intp, copy=False)
-    return _wrap_result(res, get_distributor("not", res.shape, d.comm))
-
-
 # -- accumulations ----------------------------------------------------------------
 
 ASSOCIATIVE = {
@@ -750,8 +602,3 @@ def ufunc_reduce(
             obj, ufunc.__name__, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs
         )
     return NotImplemented
-
-
-def arg(obj: D2O, name: str, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-    """``argmax``/``argmin`` (``name``) of the global array; collective."""
-    return _arg(obj, name, axis, out, keepdims)
