@@ -135,6 +135,38 @@ def test_accumulate_ops_from_a_subset(comm, op):
     check.done()
 
 
+def _elements(rng: np.random.Generator, shape: tuple) -> tuple:
+    """A random element list (repeats likely): one index array per axis."""
+    return tuple(rng.integers(-n, n, 9) for n in shape)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_element_lists(comm, dtype):
+    """gather from every rank; scatter_acc from every rank at once, repeated elements
+    included (they add each value); scatter by one rank."""
+    check = Checks()
+    for shape, strategy, axis in _cases((1, 2, 3)):
+        a = sample(shape, "int64").astype(dtype)
+        x = make(a, strategy, axis)
+        alls = [_elements(np.random.default_rng(r + 40), shape) for r in range(comm.size)]
+        mine = alls[comm.rank]
+        with x.window() as w:
+            check.true(np.array_equal(w.gather(mine), a[mine]), (strategy, axis, "gather"))
+            comm.barrier()  # every rank read before anyone adds
+            w.scatter_acc(mine, np.arange(9) % 4 + comm.rank)
+            w.flush()
+            comm.barrier()
+            for r, idx in enumerate(alls):
+                np.add.at(a, idx, (np.arange(9) % 4 + r).astype(dtype))
+            check.true(np.array_equal(w.gather(alls[0]), a[alls[0]]), (strategy, axis, "acc"))
+            comm.barrier()
+            if comm.rank == 0:
+                w.scatter(alls[-1], -1)
+        a[alls[-1]] = -1
+        check.equal(x, a, what=f"{strategy} {axis}")
+    check.done()
+
+
 def test_fetch_and_add_hands_out_every_ticket_once(comm):
     for shape, strategy, axis in _cases((1, 2)):
         x = make(np.zeros(shape, dtype=np.int64), strategy, axis)
@@ -210,6 +242,9 @@ def test_bad_input_raises_on_the_calling_rank_only(comm):
                     (lambda: w.accumulate(0, 1.0, op="xor"), ValueError),
                     (lambda: w.accumulate((0, -5), 1.0), IndexError),
                     (lambda: w.fetch_and_add((0, slice(None)), 1), IndexError),
+                    (lambda: w.gather(([0, 1], [4, 0])), IndexError),
+                    (lambda: w.scatter(([0, 1], [0, 1]), np.ones(3)), ValueError),
+                    (lambda: w.scatter_acc(([0], [0]), 1.0, op="and"), ValueError),
                 ]:
                     try:
                         call()

@@ -13,6 +13,9 @@ any time and independently:
   accumulates of the same op into the same element never lose an update);
 - ``w.fetch_and_add(index, value)`` and ``w.compare_and_swap(index, compare, value)``
   on one element (atomic; they return the element's previous value);
+- ``w.gather(indices)``, ``w.scatter(indices, values)``, ``w.scatter_acc(indices,
+  values, op)``: the same for element lists (one integer array per axis, as numpy's
+  ``x[indices]``; Global Arrays' gather, scatter and scatter_acc);
 - ``w.flush()``: every operation this rank issued is complete at its targets.
 
 Keys: integers, slices (any step), Ellipsis, and one 1-D integer array among slices
@@ -308,15 +311,19 @@ class Window:
         """One-sided: combine ``values`` into ``x[key]`` with ``op`` ('sum', 'prod', 'min',
         'max', 'replace'), atomic per element; complete at the owners after `flush`.
         Repeated indices of an integer-array key combine all their values."""
+        self._op_ok(op)
+        plan = self._plan(key)
+        v = self._values(plan, values)
+        self._send(plan, self._block(plan, v, RMA_OPS[op]), op)
+
+    def _op_ok(self, op: str) -> None:
+        """ValueError for an unknown op, TypeError for one the dtype lacks."""
         if op not in RMA_OPS:
             raise ValueError(f"unknown accumulate op {op!r}; expected one of {list(RMA_OPS)}")
-        plan = self._plan(key)
         if op in ("min", "max") and self._dtype.kind == "c":
             raise TypeError(f"accumulate op {op!r} is not defined for complex arrays")
         if self._dtype.kind == "b" and op != "replace":
             raise TypeError(f"accumulate op {op!r} is not defined for boolean arrays")
-        v = self._values(plan, values)
-        self._send(plan, self._block(plan, v, RMA_OPS[op]), op)
 
     def _element(self, index: Any) -> tuple[int, int]:
         """(holder rank, flat position in its piece) of the element at ``index``."""
@@ -344,6 +351,93 @@ class Window:
         v = np.array(value, dtype=self._dtype).reshape(1)
         c = np.array(compare, dtype=self._dtype).reshape(1)
         return self._raw.compare_and_swap(v, c, r, disp)[0]
+
+    # -- element lists (Global Arrays' gather, scatter and scatter_acc) ---------------------
+    def _elements(self, indices: Any) -> tuple[tuple, list]:
+        """The shape of the broadcast ``indices`` (one integer array per axis) and per
+        holder: (rank, its piece's size, the sorted unique flat positions there, where each
+        element of the list sits among them, the elements' positions in the list)."""
+        self._check()
+        shape = self._dist.global_shape
+        idx = list(indices) if isinstance(indices, (tuple, list)) else [indices]
+        if len(idx) != len(shape):
+            raise IndexError(f"element lists need one index array per axis ({len(shape)})")
+        arrs = [np.asarray(i) for i in idx]
+        if any(a.dtype.kind not in "iu" for a in arrs):
+            raise IndexError("element lists take integer index arrays")
+        try:
+            arrs = list(np.broadcast_arrays(*arrs))
+        except ValueError:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast") from None
+        out = arrs[0].shape if arrs else ()
+        coords = [normalize_index_array(a.reshape(-1), k, n) for k, (a, n) in
+                  enumerate(zip(arrs, shape))]  # fmt: skip
+        count = int(np.prod(out, dtype=np.int64))
+        parts = []
+        for r, sizes, runs in self._targets:
+            held = np.ones(count, dtype=bool)
+            flat = np.zeros(count, dtype=np.intp)
+            for c, rows, n in zip(coords, runs, sizes):
+                j = np.searchsorted(rows[:, 0], c, side="right") - 1
+                j = np.maximum(j, 0)
+                inside = (rows.shape[0] > 0) & (c < rows[j, 1]) & (c >= rows[j, 0])
+                held &= inside
+                flat = flat * n + np.where(inside, rows[j, 2] + c - rows[j, 0], 0)
+            where = np.flatnonzero(held)
+            if where.size:
+                u, inv = np.unique(flat[where], return_inverse=True)
+                parts.append((r, math.prod(sizes), u, inv.reshape(-1), where))
+        return out, parts
+
+    def gather(self, indices: Any) -> np.ndarray:
+        """One-sided: the elements at ``indices`` (one integer array per axis, broadcast
+        together, as ``x[indices]``), read from their owners (complete at return)."""
+        out, parts = self._elements(indices)
+        res = np.empty(int(np.prod(out, dtype=np.int64)), dtype=self._dtype)
+        for r, size, u, inv, where in parts:
+            buf = np.empty(u.size, dtype=self._dtype)
+            self._raw.get(buf, r, [size], [_blocks(u)])
+            res[where] = buf[inv]
+        self._raw.flush()
+        return res.reshape(out)
+
+    def _scatter(self, indices: Any, values: Any, op: str | None) -> None:
+        out, parts = self._elements(indices)
+        v = np.asarray(values)
+        try:
+            v = np.broadcast_to(v, out).astype(self._dtype, copy=False).reshape(-1)
+        except ValueError:
+            raise ValueError(
+                f"could not broadcast input array from shape {v.shape} into shape {out}"
+            ) from None
+        ufunc = None if op is None else RMA_OPS[op]
+        for r, size, u, inv, where in parts:
+            if ufunc in (np.add, np.multiply):
+                buf = np.full(u.size, 0 if ufunc is np.add else 1, dtype=self._dtype)
+                ufunc.at(buf, inv, v[where])
+            else:  # put, replace: the last value; min, max: seeded by the first
+                buf = np.empty(u.size, dtype=self._dtype)
+                buf[inv[::-1]] = v[where][::-1]
+                if ufunc is None or op == "replace":
+                    buf[inv] = v[where]
+                else:
+                    ufunc.at(buf, inv, v[where])
+            if op is None:
+                self._raw.put(buf, r, [size], [_blocks(u)])
+            else:
+                self._raw.accumulate(buf, r, [size], [_blocks(u)], op)
+
+    def scatter(self, indices: Any, values: Any) -> None:
+        """One-sided: ``x[indices] = values`` for an element list (one integer array per
+        axis); complete at the owners after `flush`."""
+        self._scatter(indices, values, None)
+
+    def scatter_acc(self, indices: Any, values: Any, op: str = "sum") -> None:
+        """One-sided: combine ``values`` into the elements at ``indices`` with ``op`` (as
+        `accumulate`; repeated elements combine all their values: a particle deposit);
+        complete at the owners after `flush`."""
+        self._op_ok(op)
+        self._scatter(indices, values, op)
 
     def flush(self) -> None:
         """One-sided: complete at their targets every operation this rank issued, and let
