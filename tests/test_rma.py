@@ -286,3 +286,23 @@ def test_trace_moves_only_the_patch(comm):
         else:
             collective_assert(True)
             collective_assert(True)
+
+
+def _example(name: str):
+    """The module of examples/<name>.py."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_d2o_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_examples_pic_deposit_and_task_pool(comm, capsys):
+    """Both examples check themselves against numpy (they assert on every rank)."""
+    err = _example("pic_deposit").main(cells=12, count=200)
+    collective_assert(err < 1e-9, err)
+    counts = _example("task_pool").main(tasks=17)
+    collective_assert(sum(counts) == 17, counts)

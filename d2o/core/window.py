@@ -108,6 +108,13 @@ class RawWindow:
         """(datatypes to free, the target triple) for ``blocks`` of a piece of ``sizes``."""
         if not sizes:  # a 0-d piece: its one element
             return [], (0, 1, base)
+        if all(len(b) == 1 for b in blocks):
+            # one C-contiguous stretch (ones, then any length, then whole axes): no datatype
+            lens = [b[0][1] for b in blocks]
+            k = next((i for i, n in enumerate(lens) if n != 1), len(lens))
+            if all(lens[i] == sizes[i] for i in range(k + 1, len(sizes))):
+                disp = int(np.ravel_multi_index([b[0][0] for b in blocks], sizes))
+                return [], (disp, int(np.prod(lens)), base)
         made = region_type(base, sizes, blocks)
         return made, (0, 1, made[-1])
 

@@ -57,13 +57,13 @@ def window(obj: Any) -> Window:
     return Window(obj)
 
 
-def _runs(entry: tuple) -> np.ndarray:
+def _runs(entry: tuple) -> list:
     """One axis of a region as rows (start, stop, local position of the start)."""
     rows, pos = [], 0
     for lo, hi in as_runs(entry):
-        rows.append((lo, hi, pos))
-        pos += hi - lo
-    return np.array(rows, dtype=np.intp).reshape(-1, 3)
+        rows.append((int(lo), int(hi), pos))
+        pos += int(hi - lo)
+    return rows
 
 
 def _blocks(loc: np.ndarray) -> list:
@@ -77,30 +77,59 @@ def _blocks(loc: np.ndarray) -> list:
 
 
 class _Plan:
-    """A key resolved against the layout: per axis the sorted unique global indices and
-    where each index of the key sits among them; the result's shape."""
+    """A key resolved against the layout: per axis the sorted unique global indices,
+    where each index of the key sits among them (None: in place), and whether they are
+    consecutive; the result's shape."""
 
-    __slots__ = ("uniq", "inverse", "shape", "plain")
+    __slots__ = ("uniq", "inverse", "step1", "ranges", "shape", "plain")
 
     def __init__(self, axes: list, shape: tuple) -> None:
-        self.uniq, self.inverse = [], []
-        self.plain = True  # every axis ascending without repeats: the block is the result
+        self.uniq, self.inverse, self.step1, self.ranges = [], [], [], []
         for idx in axes:
-            u, inv = np.unique(idx, return_inverse=True)
+            if isinstance(idx, slice):  # (the indices of a slice, resolved): no sorting
+                ix = np.arange(idx.start, idx.stop, idx.step, dtype=np.intp)
+                u = ix if idx.step > 0 else ix[::-1]
+                # ascending (first, step, count): positions found by arithmetic
+                self.ranges.append((int(u[0]), abs(idx.step), ix.size) if ix.size else None)
+                inv = None if idx.step > 0 or ix.size < 2 else np.arange(ix.size)[::-1]
+                self.step1.append(abs(idx.step) == 1 or ix.size < 2)
+            else:
+                u, inv = np.unique(idx, return_inverse=True)
+                inv = inv.reshape(-1)
+                self.ranges.append(None)
+                if u.size == idx.size and np.array_equal(u, idx):
+                    inv = None
+                self.step1.append(u.size < 2 or bool(u[-1] - u[0] == u.size - 1))
             self.uniq.append(u)
-            self.inverse.append(inv.reshape(-1))
-            self.plain = self.plain and u.size == idx.size and bool(np.all(np.diff(idx) > 0))
+            self.inverse.append(inv)
+        self.plain = all(i is None for i in self.inverse)  # the block is the result
         self.shape = shape
 
     @property
     def block_shape(self) -> tuple:
         return tuple(u.size for u in self.uniq)
 
+    def outer(self) -> tuple:
+        """The open mesh that spreads the block over the key's result."""
+        return np.ix_(*[np.arange(u.size) if i is None else i
+                        for u, i in zip(self.uniq, self.inverse)])  # fmt: skip
+
     def spread(self, block: np.ndarray) -> np.ndarray:
         """The key's result from the block of unique indices."""
         if self.plain:
             return block.reshape(self.shape)
-        return block[np.ix_(*self.inverse)].reshape(self.shape)
+        return block[self.outer()].reshape(self.shape)
+
+
+def _ix(sel: list) -> tuple:
+    """An index of the block from per-axis selections (slices or position arrays)."""
+    if all(isinstance(s, slice) for s in sel):
+        return tuple(sel)
+    return np.ix_(*[np.arange(s.start, s.stop) if isinstance(s, slice) else s for s in sel])
+
+
+def _size(s: Any) -> int:
+    return s.stop - s.start if isinstance(s, slice) else s.size
 
 
 class Window:
@@ -161,7 +190,7 @@ class Window:
         if self._mine:
             obj.data[...] = self.local
         elif obj.data.size:
-            axes = [entry_indices(e) for e in d.region(d.comm.rank)]
+            axes = [entry_indices(e) for e in d.region(d.comm.rank)]  # ascending: in place
             obj.data[...] = self._fetch(_Plan(axes, obj.data.shape))
         d.comm.barrier()  # the replicas have read theirs
         self._closed = True
@@ -198,13 +227,15 @@ class Window:
         axes, out = [], []
         for a, (k, n) in enumerate(zip(items, shape)):
             if isinstance(k, slice):
-                idx = np.arange(n, dtype=np.intp)[k]
-                out.append(idx.size)
+                start, stop, step = k.indices(n)
+                cnt = len(range(start, stop, step))
+                idx = slice(start, start + cnt * step, step)
+                out.append(cnt)
             elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
                 i = int(k)
                 if not -n <= i < n:
                     raise IndexError(f"index {i} is out of bounds for axis {a} with size {n}")
-                idx = np.array([i % n], dtype=np.intp)
+                idx = slice(i % n, i % n + 1, 1)
             else:
                 arr = np.asarray(k)
                 if arr.dtype.kind not in "iu" or arr.ndim != 1:
@@ -216,11 +247,29 @@ class Window:
 
     def _pieces(self, plan: _Plan) -> list:
         """Per holder the part of the block it holds: (rank, its piece's shape, per axis
-        the (position, length) blocks in its piece, per axis the positions in the block)."""
+        the (position, length) blocks in its piece, per axis the positions in the block:
+        a slice, or an array where the holder has several runs)."""
         parts = []
         for r, sizes, runs in self._targets:
             sel, blocks = [], []
-            for u, rows in zip(plan.uniq, runs):
+            for u, step1, rng, rows in zip(plan.uniq, plan.step1, plan.ranges, runs):
+                if len(rows) == 1:  # one run: one range of the block
+                    lo, hi, pos = rows[0]
+                    if rng is not None:  # u = first + step * arange(count)
+                        first, step, count = rng
+                        j0 = min(max(-((first - lo) // step), 0), count)
+                        j1 = min(max(-((first - hi) // step), 0), count)
+                    else:
+                        j0, j1 = (int(j) for j in np.searchsorted(u, (lo, hi)))
+                    if j1 <= j0:
+                        break
+                    sel.append(slice(j0, j1))
+                    if step1:
+                        g0 = rng[0] + j0 * rng[1] if rng is not None else int(u[j0])
+                        blocks.append([(pos + g0 - lo, j1 - j0)])
+                    else:
+                        blocks.append(_blocks(pos + u[j0:j1] - lo))
+                    continue
                 js, ls = [], []
                 for lo, hi, pos in rows:
                     j0, j1 = np.searchsorted(u, (lo, hi))
@@ -229,16 +278,15 @@ class Window:
                         ls.append(pos + u[j0:j1] - lo)
                 if not js:
                     break
-                j, loc = np.concatenate(js), np.concatenate(ls)
-                sel.append(j)
-                blocks.append(_blocks(loc))
+                sel.append(np.concatenate(js))
+                blocks.append(_blocks(np.concatenate(ls)))
             else:
                 parts.append((r, sizes, blocks, sel))
         return parts
 
     @staticmethod
     def _whole(sel: list, shape: tuple) -> bool:
-        return all(s.size == n for s, n in zip(sel, shape))
+        return all(_size(s) == n for s, n in zip(sel, shape))
 
     def _fetch(self, plan: _Plan) -> np.ndarray:
         shape = plan.block_shape
@@ -247,9 +295,9 @@ class Window:
             if self._whole(sel, shape):
                 self._raw.get(block, r, sizes, blocks)
                 continue
-            buf = np.empty(tuple(s.size for s in sel), dtype=self._dtype)
+            buf = np.empty(tuple(_size(s) for s in sel), dtype=self._dtype)
             self._raw.get(buf, r, sizes, blocks)
-            block[np.ix_(*sel)] = buf
+            block[_ix(sel)] = buf
         self._raw.flush()
         return plan.spread(block)
 
@@ -269,26 +317,30 @@ class Window:
         value, or the values combined with ``ufunc``)."""
         if plan.plain:
             return np.ascontiguousarray(v.reshape(plan.block_shape))
+        ix = plan.outer()
+        vv = v.reshape(tuple(u.size if i is None else i.size
+                             for u, i in zip(plan.uniq, plan.inverse)))  # fmt: skip
         if ufunc is None:
             block = np.empty(plan.block_shape, dtype=self._dtype)
-            block[np.ix_(*plan.inverse)] = v.reshape(tuple(i.size for i in plan.inverse))
+            block[ix] = vv
             return block
         ident = {np.add: 0, np.multiply: 1}
         if ufunc in ident:
             block = np.full(plan.block_shape, ident[ufunc], dtype=self._dtype)
-            ufunc.at(block, np.ix_(*plan.inverse), v.reshape(tuple(i.size for i in plan.inverse)))
+            ufunc.at(block, ix, vv)
             return block
         # min / max of repeated indices: the first value seeds the block
         block = np.empty(plan.block_shape, dtype=self._dtype)
-        vv = v.reshape(tuple(i.size for i in plan.inverse))
-        block[np.ix_(*[i[::-1] for i in plan.inverse])] = vv[(slice(None, None, -1),) * vv.ndim]
-        ufunc.at(block, np.ix_(*plan.inverse), vv)
+        block[tuple(i[(slice(None, None, -1),) * i.ndim] for i in ix)] = vv[
+            (slice(None, None, -1),) * vv.ndim
+        ]
+        ufunc.at(block, ix, vv)
         return block
 
     def _send(self, plan: _Plan, block: np.ndarray, op: str | None) -> None:
         shape = plan.block_shape
         for r, sizes, blocks, sel in self._pieces(plan):
-            buf = block if self._whole(sel, shape) else np.ascontiguousarray(block[np.ix_(*sel)])
+            buf = block if self._whole(sel, shape) else np.ascontiguousarray(block[_ix(sel)])
             if op is None:
                 self._raw.put(buf, r, sizes, blocks)
             else:
@@ -378,6 +430,7 @@ class Window:
             held = np.ones(count, dtype=bool)
             flat = np.zeros(count, dtype=np.intp)
             for c, rows, n in zip(coords, runs, sizes):
+                rows = np.array(rows, dtype=np.intp).reshape(-1, 3)
                 j = np.searchsorted(rows[:, 0], c, side="right") - 1
                 j = np.maximum(j, 0)
                 inside = (rows.shape[0] > 0) & (c < rows[j, 1]) & (c >= rows[j, 0])
