@@ -224,7 +224,8 @@ class Window:
         ints = [k for k in items if isinstance(k, (int, np.integer))]
         if len(arrays) > 1 or (arrays and ints):
             raise IndexError("window keys take one integer array, among slices only")
-        axes, out = [], []
+        axes: list = []
+        out: list = []
         for a, (k, n) in enumerate(zip(items, shape)):
             if isinstance(k, slice):
                 start, stop, step = k.indices(n)
@@ -240,8 +241,10 @@ class Window:
                 arr = np.asarray(k)
                 if arr.dtype.kind not in "iu" or arr.ndim != 1:
                     raise IndexError("window keys take 1-D integer arrays only")
-                idx = normalize_index_array(arr.astype(np.intp), a, n)
-                out.append(idx.size)
+                found = normalize_index_array(arr.astype(np.intp), a, n)
+                out.append(found.size)
+                axes.append(found)
+                continue
             axes.append(idx)
         return _Plan(axes, tuple(out))
 
@@ -251,7 +254,8 @@ class Window:
         a slice, or an array where the holder has several runs)."""
         parts = []
         for r, sizes, runs in self._targets:
-            sel, blocks = [], []
+            sel: list = []
+            blocks: list = []
             for u, step1, rng, rows in zip(plan.uniq, plan.step1, plan.ranges, runs):
                 if len(rows) == 1:  # one run: one range of the block
                     lo, hi, pos = rows[0]
@@ -429,11 +433,11 @@ class Window:
         for r, sizes, runs in self._targets:
             held = np.ones(count, dtype=bool)
             flat = np.zeros(count, dtype=np.intp)
-            for c, rows, n in zip(coords, runs, sizes):
-                rows = np.array(rows, dtype=np.intp).reshape(-1, 3)
+            for c, axis_runs, n in zip(coords, runs, sizes):
+                rows = np.array(axis_runs, dtype=np.intp).reshape(-1, 3)
                 j = np.searchsorted(rows[:, 0], c, side="right") - 1
                 j = np.maximum(j, 0)
-                inside = (rows.shape[0] > 0) & (c < rows[j, 1]) & (c >= rows[j, 0])
+                inside = (c < rows[j, 1]) & (c >= rows[j, 0])
                 held &= inside
                 flat = flat * n + np.where(inside, rows[j, 2] + c - rows[j, 0], 0)
             where = np.flatnonzero(held)
