@@ -9,7 +9,7 @@ import pytest
 from _helpers import Checks, layouts, make, sample
 
 import d2o
-from d2o.testing import collective_assert
+from d2o.testing import assert_raises_everywhere, collective_assert
 
 SHAPES = {1: (11,), 2: (7, 6), 3: (4, 3, 5)}
 
@@ -306,3 +306,11 @@ def test_examples_pic_deposit_and_task_pool(comm, capsys):
     collective_assert(err < 1e-9, err)
     counts = _example("task_pool").main(tasks=17)
     collective_assert(sum(counts) == 17, counts)
+
+
+@pytest.mark.skipif(d2o.default_comm().size == 1, reason="needs two ranks to disagree")
+def test_checked_mode_catches_a_window_opened_on_one_rank_only(comm):
+    x = make(np.arange(6.0), "equal")
+    with d2o.options(check_args=True):
+        assert_raises_everywhere(ValueError, lambda: x.window() if comm.rank == 0 else x.sum())
+    collective_assert(comm.allreduce(1) == comm.size)  # still in step

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import comm as _comm
 from . import records as _tr
 from .comm import MPI, Comm, base_type, free_types, mpi_type, region_type
 
@@ -69,6 +70,10 @@ class RawWindow:
         if comm.mpi is None:
             self.memory = np.zeros(nbytes, dtype=np.uint8)
             return
+        if _comm.before_call[0] is not None:  # controller mode on rank 0
+            _comm.before_call[0]()
+        if _comm.pending_check[0] is not None:  # checked mode: the arguments agree first
+            _comm.pending_check[0].flush()
         comm.calls += 1
         self._win = MPI.Win.Allocate(nbytes, self.dtype.itemsize, comm=comm.mpi)
         if _tr.active:
