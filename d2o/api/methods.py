@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.registry import marked, operations
+from ..move import rma as _rma
 from ..ops import argreduce as _argreduce
 from ..ops import flat as _flat
 from ..ops import linalg as _linalg
@@ -336,6 +337,16 @@ class NumpyMethods:
     def dot(self, other: Any) -> Any:
         """Collective: numpy's ``dot`` for 1-d and 2-d operands."""
         return _linalg.dot(self, other)
+
+    # -- one-sided access (d2o.move.rma) ------------------------------------------------------
+    @marked(mesh=True, held="native", calls=(_rma.window,))
+    def window(self) -> _rma.Window:
+        """Collective: a window for one-sided ``get``, ``put``, ``accumulate``,
+        ``fetch_and_add`` and ``compare_and_swap`` on any region by any rank (a context
+        manager; its exit closes it, collectively, and writes its contents into this
+        array).  Creating it copies each piece into MPI window memory (no data moves
+        between ranks); see `d2o.move.rma`."""
+        return _rma.window(self)
 
     # -- shapes (d2o.ops.shape, d2o.ops.reductions.ravel) -----------------------------------
     @marked(mesh=True, kind="view")

@@ -36,6 +36,7 @@ __all__ = [
     "region_type",
     "free_types",
     "datatypes",
+    "mpi_type",
 ]
 
 
@@ -491,6 +492,11 @@ def _mpi_type(dtype: np.dtype):
             t = dtlib.from_numpy_dtype(dtype)
         _TYPE_CACHE[dtype] = t
     return t
+
+
+def mpi_type(dtype: np.dtype) -> Any:
+    """The predefined MPI datatype of a numpy dtype (for reductions and accumulates)."""
+    return _mpi_type(np.dtype(dtype))
 
 
 #: Derived MPI datatypes made by `base_type` and `region_type` and given back by

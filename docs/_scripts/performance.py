@@ -737,6 +737,23 @@ def render_safety(doc: dict) -> str:
     return "\n".join(out) + quick_note(doc)
 
 
+def render_rma(doc: dict) -> str:
+    r = by_count(doc)["2"]
+    gbs = lambda s: f"{r['patch_bytes'] / s / 1e9:.2f}"  # noqa: E731
+    rows = [
+        ["1 MiB patch, GB/s", gbs(r["get_1mib_s"]), gbs(r["put_1mib_s"]), "",
+         gbs(r["sendrecv_1mib_s"])],
+        ["8 bytes, µs", f"{r['get_8b_s'] * 1e6:.1f}", "", f"{r['fetch_and_add_s'] * 1e6:.1f}",
+         f"{r['sendrecv_8b_latency_s'] * 1e6:.1f}"],
+    ]  # fmt: skip
+    out = table(["2 processes", "get", "put", "fetch_and_add", "Send/Recv"], rows, "lrrrr")
+    out += (
+        f"\nAn 8-byte get while the target computes in numpy for 1 s: "
+        f"{r['get_8b_busy_target_s'] * 1e3:.2f} ms.\n"
+    )
+    return out + quick_note(doc)
+
+
 def render_modes(doc: dict) -> str:
     out = []
     for n, r in by_count(doc).items():
@@ -880,6 +897,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "layouts": render_layouts,
     "io": render_io,
     "safety": render_safety,
+    "rma": render_rma,
     "modes": render_modes,
     "random": render_random,
     "scaling": render_scaling,
