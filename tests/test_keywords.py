@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -472,6 +473,8 @@ def tmpdir_shared():
     path = comm.bcast(tempfile.mkdtemp(prefix="d2o-kw-") if comm.rank == 0 else None)
     yield path
     comm.barrier()
+    if comm.rank == 0:  # (every rank is done with it)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _file_cases():
