@@ -4,6 +4,7 @@ combined, one deflate stream) against numpy's own archives (issue 31)."""
 from __future__ import annotations
 
 import os
+import pathlib
 import zipfile
 import zlib
 
@@ -113,6 +114,9 @@ def test_savez_zip64(shared_dir, comm, monkeypatch):
     for name in ("savez", "savez_compressed"):
         getattr(dnp, name)(path, D2O(a), b=D2O(b, distribution_strategy="not"))
         _check(comm, path, {"arr_0": a, "b": b}, f"{name} zip64")
+        raw = pathlib.Path(path).read_bytes() if comm.rank == 0 else b""
+        marks = comm.bcast(b"PK\x06\x06" in raw and b"PK\x06\x07" in raw, 0)
+        collective_assert(marks, f"{name}: no ZIP64 end of central directory")
 
 
 # -- no gather ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ not final, the last rank always ends the stream), one allgather per member share
 sizes and CRCs, the member's CRC is combined from them in rank order (`crc32_combine`),
 rank 0 writes the local headers and the central directory, and every rank writes its run
 at its offset (collective MPI-IO; plain file I/O without MPI).  ZIP64 fields are written
-when a size or offset exceeds `ZIP64_LIMIT`.  Numpy arrays and scalars are written by
+when a size or offset reaches `ZIP64_LIMIT`.  Numpy arrays and scalars are written by
 rank 0 alone.
 """
 
@@ -43,9 +43,10 @@ from ._npy import header_bytes
 
 __all__ = ["savez", "crc32_combine"]
 
-#: Sizes and offsets above this are written as ZIP64 fields (tests lower it).
+#: Sizes and offsets from this on (4 GiB - 1, the 32-bit fields' marker) are written as
+#: ZIP64 fields (tests lower it).
 ZIP64_LIMIT = 0xFFFFFFFF
-#: Member counts above this need the ZIP64 end of central directory.
+#: Member counts from this on need the ZIP64 end of central directory.
 ZIP_MAX_MEMBERS = 0xFFFF
 _DEFLATED = 8  # the zip compression method of deflate
 
@@ -305,20 +306,20 @@ def _headers(name: str, usize: int, csize: int, crc: int, offset: int, compress:
     except UnicodeEncodeError:
         fname, flags = name.encode("utf-8"), 0x800
     method = _DEFLATED if compress else 0
-    big = usize > ZIP64_LIMIT or csize > ZIP64_LIMIT
-    version = 45 if big or offset > ZIP64_LIMIT else 20
+    big = usize >= ZIP64_LIMIT or csize >= ZIP64_LIMIT
+    version = 45 if big or offset >= ZIP64_LIMIT else 20
     extra = struct.pack("<HHQQ", 1, 16, usize, csize) if big else b""
     u32, c32 = (0xFFFFFFFF, 0xFFFFFFFF) if big else (usize, csize)
     local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", version, flags, method, dtime, date,
                         crc, c32, u32, len(fname), len(extra)) + fname + extra  # fmt: skip
     fields, cu, cc, co = [], usize, csize, offset
-    if usize > ZIP64_LIMIT:
+    if usize >= ZIP64_LIMIT:
         fields.append(usize)
         cu = 0xFFFFFFFF
-    if csize > ZIP64_LIMIT:
+    if csize >= ZIP64_LIMIT:
         fields.append(csize)
         cc = 0xFFFFFFFF
-    if offset > ZIP64_LIMIT:
+    if offset >= ZIP64_LIMIT:
         fields.append(offset)
         co = 0xFFFFFFFF
     cextra = struct.pack("<HH", 1, 8 * len(fields)) + struct.pack("<%dQ" % len(fields), *fields)
@@ -334,7 +335,7 @@ def _end(entries: list[bytes], count: int, offset: int) -> bytes:
     cd = b"".join(entries)
     size = len(cd)
     out = [cd]
-    if count > ZIP_MAX_MEMBERS or size > ZIP64_LIMIT or offset > ZIP64_LIMIT:
+    if count >= ZIP_MAX_MEMBERS or size >= ZIP64_LIMIT or offset >= ZIP64_LIMIT:
         eocd64 = offset + size
         out.append(struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count,
                                size, offset))  # fmt: skip
