@@ -145,7 +145,7 @@ def savez(comm: Comm, file: Any, args: tuple, kwds: dict, compress: bool,
     # any rank failed (one allgather per step): the others go on with the collectives
     # without writing, and `commit` raises the failing rank's error everywhere
     failed = any(comm.allgather(error is not None))
-    for key, val in named.items():
+    for key, val in () if failed else named.items():
         raw, err = _member_bytes(comm, val, allow_pickle)
         error = error or err
         data, crc, err = _encode(comm, raw, compress)
