@@ -362,7 +362,8 @@ CREATION: dict[str, list] = {
     "loadtxt": "special", "genfromtxt": "special", "fromfile": "special",
     "frombuffer": [((np.arange(6.0).tobytes(),), {})], "fromstring": [(("1 2 3",), {"sep": " "})],
     "fromiter": [((range(7), float), {})], "fromregex": "special", "from_dlpack": [((np.arange(5.0),), {})],
-    "load": "special", "save": "special", "savetxt": "special",
+    "load": "special", "save": "special", "savetxt": "special", "savez": "special",
+    "savez_compressed": "special",
 }  # fmt: skip
 
 STRATS = ["equal", "not", "fftw", "axis1", "mesh01"]

@@ -1,11 +1,10 @@
 """polyfit (TSQR), the polynomial helpers on distributed coefficients, savetxt (every rank
-writes its rows) and savez (gathers onto rank 0, bounded) against numpy (issue 31)."""
+writes its rows) against numpy (issue 31); savez: tests/test_npz.py."""
 
 from __future__ import annotations
 
 import os
 import warnings
-import zipfile
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from _helpers import layouts, make
 import d2o
 import d2o.numpy as dnp
 from d2o import distributed_data_object as D2O
-from d2o.core.errors import GatherError
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 
@@ -325,51 +323,3 @@ def test_savetxt_bad_input(shared_dir):
     collective_assert(
         not os.path.exists(os.path.join(shared_dir, "a")), "a failed write left a file"
     )
-
-
-# -- savez ----------------------------------------------------------------------------
-def _members(path) -> dict:
-    with zipfile.ZipFile(path) as z:
-        return {n: z.read(n) for n in z.namelist()}
-
-
-@pytest.mark.parametrize("compressed", [False, True])
-def test_savez_members_identical(shared_dir, comm, compressed):
-    name = "savez_compressed" if compressed else "savez"
-    a = _text_data((7, 3), "float64")
-    b = np.arange(11, dtype=np.int32)
-    c = _text_data((5,), "complex128")
-    for strategy, axis in layouts(2):
-        x = make(a, strategy, axis)
-        with d2o.trace() as t:
-            getattr(dnp, name)(
-                os.path.join(shared_dir, "d"), x, D2O(b), c=D2O(c, distribution_strategy="not"), e=b
-            )
-        gathers = sum(r.gathers for r in t.records)
-        want_g = 0 if comm.size == 1 else 1 + (x.distributor.replicated is False)
-        collective_assert(gathers == want_g, f"{name} {strategy}: {gathers} gathers")
-        ok = None
-        if comm.rank == 0:
-            getattr(np, name)(os.path.join(shared_dir, "n"), a, b, c=c, e=b)
-            ok = _members(os.path.join(shared_dir, "d.npz")) == _members(
-                os.path.join(shared_dir, "n.npz")
-            )
-        collective_assert(comm.bcast(ok, 0), f"{name} on {strategy}/{axis}")
-
-
-def test_savez_bounded_and_refusable(shared_dir, comm):
-    x = D2O(np.arange(100.0))
-    path = os.path.join(shared_dir, "z.npz")
-    if comm.size > 1:
-        with d2o.options(gather="raise"):
-            assert_raises_everywhere(GatherError, dnp.savez, path, x)
-        with d2o.options(fallback_limit=64):
-            assert_raises_everywhere(NotImplementedError, dnp.savez, path, x)
-        collective_assert(not os.path.exists(path), "a refused savez left a file")
-    assert_raises_everywhere(ValueError, dnp.savez, path, x, arr_0=x)
-    dnp.savez(path, x, empty=D2O(np.zeros((0, 2))))
-    ok = None
-    if comm.rank == 0:
-        z = np.load(path)
-        ok = np.array_equal(z["arr_0"], np.arange(100.0)) and z["empty"].shape == (0, 2)
-    collective_assert(comm.bcast(ok, 0), "savez round trip")

@@ -4,7 +4,7 @@ Every rank reads and writes only its own part of an array; nothing is
 gathered.  h5py and zarr are optional and imported when first used.
 
 Functions: `save`/`load` (``.npy``), `savetxt` (text, every rank its rows), `savez`
-(``.npz``: rank 0 writes, each distributed array gathered onto it in turn), `from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`;
+(``.npz``: every rank writes its bytes of each member), `from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`;
 the writers are also methods of `d2o.distributed_data_object`: ``obj.save(path)``,
 ``obj.to_hdf5(path, dataset)``, ``obj.to_zarr(path)``.
 """

@@ -19,6 +19,7 @@ from ..core.comm import Comm
 from ..core.errors import agree, agree_gather, agreed
 from ..layouts.distributors import STRATEGIES, Distributor, get_distributor, normalize_axis
 from ..layouts.mesh import Layout, slab_equivalent
+from ..move.halo import slab_rows
 from ..move.redistribution import redistribute
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "temp_name",
     "commit",
     "row_blocks",
+    "row_layout",
 ]
 
 #: Upper bound (bytes) of the staging buffers that readers and writers allocate
@@ -64,6 +66,16 @@ def layout(strategy: Any, shape: tuple, comm: Comm, axis: int = 0) -> Distributo
         d = get_distributor("equal", shape, comm, ax)
         return d.slabs_like(shape, ax, "freeform")
     return get_distributor(strategy, shape, comm, ax)
+
+
+def row_layout(obj: Any) -> Distributor:
+    """The layout whose pieces are whole rows of ``obj``, so that the ranks' pieces are
+    consecutive runs of its C-order bytes in rank order: its own when it is cut along its
+    first axis only (or replicated), else row slabs of 'equal' lengths; no communication."""
+    d = obj.distributor
+    if d.replicated or d.comm.size == 1 or (slab_rows(d) and d.axis == 0):
+        return d
+    return get_distributor("equal", obj.shape, d.comm, 0)
 
 
 def check_storable(dtype: np.dtype, fmt: str) -> None:

@@ -45,7 +45,7 @@ __all__ = ["save", "load"]
 _fmt = np.lib.format
 
 
-def _header_bytes(shape: tuple, dtype: np.dtype) -> bytes:
+def header_bytes(shape: tuple, dtype: np.dtype) -> bytes:
     """The ``.npy`` header numpy.save would write for a C-ordered array."""
     d = {"descr": _fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
     buf = io.BytesIO()
@@ -145,7 +145,7 @@ def _write(path: Any, obj: D2O, overwrite: bool, name: Any, fmt: str, with_heade
         error = exc
     same_path(c, error, None if error else path)
     tmp = c.bcast(tmp, 0)
-    header = _header_bytes(dist.global_shape, obj.dtype) if with_header else b""
+    header = header_bytes(dist.global_shape, obj.dtype) if with_header else b""
     error = None
     try:
         if c.mpi is None:

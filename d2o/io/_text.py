@@ -20,21 +20,19 @@ from ..array.align import align
 from ..array.base import Array as D2O
 from ..core.comm import Comm
 from ..core.mpiio import ArrayFile
-from ..layouts.distributors import Distributor, get_distributor
-from ..move.halo import slab_rows
 from . import _common
-from ._common import check_path, check_writable, commit, remove, replace_path, same_path, temp_name
+from ._common import (
+    check_path,
+    check_writable,
+    commit,
+    remove,
+    replace_path,
+    row_layout,
+    same_path,
+    temp_name,
+)
 
 __all__ = ["savetxt"]
-
-
-def _row_layout(obj: D2O) -> Distributor:
-    """The layout whose pieces are whole rows of ``obj`` (its own when it is cut along its
-    first axis only, or replicated), else row slabs of 'equal' lengths."""
-    d = obj.distributor
-    if d.replicated or d.comm.size == 1 or (slab_rows(d) and d.axis == 0):
-        return d
-    return get_distributor("equal", obj.shape, d.comm, 0)
 
 
 def savetxt(fname: Any, X: D2O, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n",
@@ -54,7 +52,7 @@ def savetxt(fname: Any, X: D2O, fmt: Any = "%.18e", delimiter: str = " ", newlin
     c = X.distributor.comm
     if X.ndim == 0 or X.ndim > 2:
         raise ValueError("Expected 1D or 2D array, got %dD array instead" % X.ndim)
-    rows = _row_layout(X)
+    rows = row_layout(X)
     local = np.asarray(align(X, rows)) if rows is not X.distributor else X.data
     if rows.replicated and c.rank:
         local = local[:0]

@@ -2,7 +2,8 @@
 
 Readers distribute what they read (every rank reads, keeps its piece); ``load`` and
 ``save`` of ``.npy`` files read and write each rank's part, ``savetxt`` writes every rank's
-rows at their offset, ``savez`` gathers each array onto rank 0 in turn (`d2o.io`).  Functions of
+rows at their offset, ``savez`` writes every rank's bytes of each zip member at their offset
+(`d2o.io`).  Functions of
 dtypes, shapes and settings (``result_type``, ``shape``, ``seterr``, windows, ...) are
 numpy's own on empty stand-ins: nothing moves.
 """
@@ -72,16 +73,16 @@ def _npz(name: str, compress: bool, file: Any, args: tuple, kwds: dict, allow_pi
 
 
 def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
-    """numpy's ``savez``: rank 0 writes the archive; each distributed array is gathered
-    onto rank 0 alone, one at a time (an implicit gather: bounded by ``fallback_limit``,
-    recorded in the trace, refused under ``gather='raise'``; d2o.io.savez).  Use
-    ``save`` (``.npy``) to write a large array in parallel."""
+    """numpy's ``savez``: every rank writes its own bytes of each distributed array's
+    member (row slabs; other layouts and meshes redistributed to them first), one
+    allgather of sizes and CRC-32s per member, rank 0 the zip headers, numpy arrays and
+    scalars (d2o.io.savez).  File handles: fallback."""
     return _npz("savez", False, file, args, kwds, allow_pickle)
 
 
 def savez_compressed(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
-    """numpy's ``savez_compressed``: `savez`'s gathers onto rank 0, one array at a time,
-    and a deflated archive."""
+    """numpy's ``savez_compressed``: `savez` with every rank deflating its own bytes into
+    its piece of the member's one deflate stream."""
     return _npz("savez_compressed", True, file, args, kwds, allow_pickle)
 
 
@@ -98,6 +99,11 @@ def fill(table: dict) -> None:
               "datetime_data busday_count busday_offset is_busday unravel_index").split():  # fmt: skip
         if hasattr(np, n) and n not in table:
             table[n] = ("meta", meta_entry(getattr(np, n)), "")
+    # small by nature or local by definition: numpy's own on gathered operands (bounded)
+    for n in ("asmatrix", "bmat"):
+        table[n] = ("fallback", None, "returns numpy.matrix, a class of one process's memory")
+    table["nested_iters"] = ("fallback", None, "numpy iterators walk one process's memory")
+    table["test"] = ("fallback", None, "numpy's own test runner: no array data")
     table["array_repr"] = ("meta", lambda arr, *a, **k: repr(arr), "")
     table["array_str"] = ("meta", lambda a, *x, **k: str(a), "")
     for n in "bartlett blackman hamming hanning kaiser".split():
@@ -109,7 +115,7 @@ def fill(table: dict) -> None:
     table["save"] = ("create", save, ".npy: every rank writes its part (d2o.io)")
     table["savetxt"] = ("create", savetxt, "rows in global order: every rank writes its own "
                         "text at its offset (d2o.io); file handles, .gz: fallback")  # fmt: skip
-    note = ("zip members need whole-data CRCs: each distributed array gathered onto rank 0 "
-            "in turn (bounded, traced, refused under gather='raise')")  # fmt: skip
-    table["savez"] = ("fallback", savez, note)
-    table["savez_compressed"] = ("fallback", savez_compressed, note)
+    note = ("every rank writes its bytes of each member, CRC-32s combined (d2o.io); layouts "
+            "not cut along axis 0 only, meshes: via row slabs; file handles: fallback")  # fmt: skip
+    table["savez"] = ("create", savez, note)
+    table["savez_compressed"] = ("create", savez_compressed, note + "; one deflate stream")
