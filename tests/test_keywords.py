@@ -503,6 +503,22 @@ def _file_cases():
         y = D(alias="ds", path=f)
         assert_equal_to_numpy(y, A + 2)
 
+    @case("savetxt", fname=None, X=None, fmt="%.3f", delimiter=",", newline="\n", header="h",
+          footer="f", comments="% ", encoding="utf-8")  # fmt: skip
+    def _(kw, tmp):
+        f = os.path.join(tmp, "t.txt")
+        x = make(A, "equal", 0)
+        opts = dict(fmt="%.3f", delimiter=",", newline="\n", header="h", footer="f",
+                    comments="% ", encoding="utf-8")  # fmt: skip
+        d2o.savetxt(fname=f, X=x, **opts)
+        want = os.path.join(tmp, "want.txt")
+        if default_comm().rank == 0:
+            np.savetxt(want, A, **opts)
+        default_comm().barrier()
+        with open(f, "rb") as got_file, open(want, "rb") as want_file:
+            same = got_file.read() == want_file.read()
+        collective_assert(same, "savetxt's file is numpy's")
+
     @case("to_hdf5", obj=None, path=None, dataset="d", overwrite=True, attrs={"k": 1},
           chunks=(2, 5), compression=None, compression_opts=None)  # fmt: skip
     @case("from_hdf5", path_or_group=None, dataset="d", sel=None, distribution_strategy="not",
@@ -638,7 +654,17 @@ def _(kw, tmp):
         comm.barrier()
 
 
-FILE_OPS = {"save", "load", "to_hdf5", "from_hdf5", "to_zarr", "from_zarr", "tofile", "dump"}
+FILE_OPS = {
+    "save",
+    "load",
+    "savetxt",
+    "to_hdf5",
+    "from_hdf5",
+    "to_zarr",
+    "from_zarr",
+    "tofile",
+    "dump",
+}
 
 
 @pytest.mark.parametrize(
