@@ -12,6 +12,7 @@ Ufuncs, dtypes and constants are numpy's own objects (ufuncs dispatch through
 
 from __future__ import annotations
 
+import inspect as _inspect
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -36,6 +37,10 @@ __array_namespace_info__ = _np.__array_namespace_info__
 #: matrix products, the reductions: partials combined inside the mesh axis's
 #: sub-communicator, `d2o.ops.reductions`; ``roll``/``diff``: boundary slices only); the
 #: others run on slab equivalents of mesh operands.
+#: Functions whose signature is d2o's own, numpy's extended by the array API's
+#: parameters (``sort``/``argsort``'s ``descending``; ``clip``'s ``min``/``max``).
+_API_SIGNATURES = {"sort", "argsort", "clip"}
+
 _MESH_NATIVE = {"dot", "flip", "fliplr", "flipud", "imag", "matmul", "matrix_transpose",
                 "moveaxis", "permute_dims", "real", "rollaxis", "rot90", "swapaxes",
                 "transpose", "where", "clip", "astype", "insert", "delete", "place",
@@ -85,6 +90,8 @@ def _dispatcher(name: str):
         g.__qualname__ = name
         g.__doc__ = f"numpy's ``{name}`` on distributed arrays ({kind})."
         g.__wrapped__ = np_func
+        if name in _API_SIGNATURES:  # numpy's signature, extended: d2o's own
+            g.__signature__ = _inspect.signature(impl)
         # controller mode runs calls on numpy data alone on rank 0 (`d2o.runtime.controller`)
         g.__d2o_numpy_only__ = _numpy_only
     f.__d2o_operation__ = op

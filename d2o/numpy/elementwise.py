@@ -7,6 +7,8 @@ Creation functions compute each rank's piece where it stays; nothing moves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..array.base import Array as D2O
@@ -33,6 +35,32 @@ def _tri_mask(m: D2O, k: int, lower: bool) -> D2O:
     return elementwise(
         lambda p, t: np.where(t if lower else ~t, p, np.zeros(1, p.dtype)), [m, mask]
     )
+
+
+class _Unset:
+    """An argument not given (numpy's own defaults apply)."""
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+_UNSET = _Unset()
+
+
+def clip_entry(inner: Callable) -> Callable:
+    """``clip`` with the array API's signature, ``clip(x, /, min, max)``, that keeps
+    numpy's: positional bounds are numpy's ``a_min``/``a_max``, and the keywords
+    ``a_min``, ``a_max``, ``min``, ``max`` and ``out`` go to numpy's ``clip`` as given
+    (numpy's checks apply).  Local, as numpy's."""
+
+    def clip(a, min=_UNSET, max=_UNSET, out=None, *, a_min=_UNSET, a_max=_UNSET, **kwargs):
+        given = {"a_min": a_min, "a_max": a_max, "min": min, "max": max}
+        kw = {k: v for k, v in given.items() if v is not _UNSET}
+        if out is not None:
+            kw["out"] = out
+        return inner(a, **kw, **kwargs)
+
+    return clip
 
 
 #: Functions whose errors depend on dtypes and data alone: with scalars and operands of
@@ -80,6 +108,7 @@ def fill(table: dict) -> None:
     }.items():
         if hasattr(np, n) and arrays and n not in table:  # not the ufuncs entered above
             table[n] = ("local", ew(getattr(np, n), arrays, local=n in _LOCAL), "")
+    table["clip"] = ("local", clip_entry(table["clip"][1]), "")
     table["datetime_as_string"] = ("local", ew(np.datetime_as_string, ("arr",)), "")
     table["tril"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=True), "")
     table["triu"] = ("local", lambda m, k=0: _tri_mask(m, k, lower=False), "")

@@ -25,7 +25,7 @@ from ..ops import creation as _creation
 from ..ops.axislocal import fallback
 from .factories import handled, meta_entry
 
-__all__ = ["fill", "load", "save", "savetxt", "savez", "savez_compressed"]
+__all__ = ["fill", "from_dlpack", "load", "save", "savetxt", "savez", "savez_compressed"]
 
 
 def _read_with(reader: Callable) -> Callable:
@@ -34,6 +34,12 @@ def _read_with(reader: Callable) -> Callable:
 
     f.__doc__ = f"numpy's ``{reader.__name__}``, distributed after reading."
     return f
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None, dist: Any = None) -> Any:
+    """numpy's ``from_dlpack`` (the array API's signature), distributed after every rank
+    imports ``x`` (no communication but the distribution's own)."""
+    return _creation.asarray(np.from_dlpack(x, device=device, copy=copy), dist=dist)
 
 
 def load(file: Any, mmap_mode=None, allow_pickle=False, fix_imports=True, encoding="ASCII", *,
@@ -108,9 +114,9 @@ def fill(table: dict) -> None:
     table["array_str"] = ("meta", lambda a, *x, **k: str(a), "")
     for n in "bartlett blackman hamming hanning kaiser".split():
         table[n] = ("meta", getattr(np, n), "a window of scalars: numpy's own array")
-    for n in ("loadtxt genfromtxt fromfile frombuffer fromstring fromiter fromregex "
-              "from_dlpack").split():  # fmt: skip
+    for n in "loadtxt genfromtxt fromfile frombuffer fromstring fromiter fromregex".split():
         table[n] = ("create", _read_with(getattr(np, n)), "every rank reads, keeps its piece")
+    table["from_dlpack"] = ("create", from_dlpack, "every rank imports, keeps its piece")
     table["load"] = ("create", load, ".npy: every rank reads only its part (d2o.io)")
     table["save"] = ("create", save, ".npy: every rank writes its part (d2o.io)")
     table["savetxt"] = ("create", savetxt, "rows in global order: every rank writes its own "

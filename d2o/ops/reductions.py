@@ -498,9 +498,10 @@ def var(
 
     m = mean(obj, axis=axis, dtype=dtype, keepdims=True)
     local_m = align(m, obj.distributor) if isinstance(m, D2O) else m
-    dev = np.subtract(obj.data, local_m, dtype=None if dtype is None else dtype)
+    # np.asarray: a 0-d piece gives a numpy scalar, which cannot be an ``out``
+    dev = np.asarray(np.subtract(obj.data, local_m, dtype=None if dtype is None else dtype))
     if dev.dtype.kind == "c":
-        sq = np.abs(dev)
+        sq = np.asarray(np.abs(dev))
         del dev
         np.multiply(sq, sq, out=sq)
     else:
