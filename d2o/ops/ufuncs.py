@@ -47,31 +47,6 @@ def _wrap(result: Any, dist: Distributor) -> Any:
     return _from_local(result, dist)
 
 
-def expm1(*args: Any, **kwargs: Any) -> Any:
-    """numpy's ``expm1`` with C99's (and the array API's) special values for non-finite
-    and zero complex input, ``exp(z) - 1`` there (numpy's complex ``expm1`` gives NaNs, as
-    ``nan+nanj`` for ``-inf+infj``, where the standard gives ``-1+0j``, and ``-0+0j`` for
-    ``-0+0j``, where it gives ``0+0j``); other input keeps numpy's result bit for bit.
-    Local."""
-    res = np.expm1(*args, **kwargs)
-    if "where" in kwargs or not np.iscomplexobj(args[0]):
-        return res
-    z = np.broadcast_to(np.asarray(args[0]), np.shape(res))
-    bad = ~np.isfinite(z) | (z == 0)  # zeros: +0+0j, not numpy's -0+0j for -0+0j
-    if not bad.any():
-        return res
-    with np.errstate(all="ignore"):
-        fixed = np.exp(z[bad]) - 1
-    if isinstance(res, np.ndarray):
-        res[bad] = fixed
-        return res
-    return res.dtype.type(fixed[0])
-
-
-#: numpy's ufuncs whose local kernel d2o replaces (the array API's special values)
-KERNELS: dict[Any, Any] = {np.expm1: expm1}
-
-
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """Apply a numpy ufunc (method ``'__call__'``, ``'reduce'``, ``'accumulate'``)."""
     if method in ("reduce", "accumulate"):
@@ -107,12 +82,11 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     local_out = tuple(None if o is None else align_out(o, target) for o in outs)
     try:
         if any(isinstance(x, Parts) for x in local_in):
-            kernel = KERNELS.get(ufunc, ufunc)
-            result = _segmented(kernel, local_in, shapes, local_out, kwargs, target)
+            result = _segmented(ufunc, local_in, shapes, local_out, kwargs, target)
         else:
             if outs:
                 kwargs["out"] = local_out
-            result = KERNELS.get(ufunc, ufunc)(*local_in, **kwargs)
+            result = ufunc(*local_in, **kwargs)
     except Exception as exc:  # data-dependent: only some ranks may see it (see _failed)
         firsts = [x.pieces[0][1] if isinstance(x, Parts) else x for x in local_in]
         result = _failed(exc, target, ufunc, firsts)
@@ -126,7 +100,7 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
 
 
 def _segmented(
-    ufunc: Any, ins: list, shapes: list, outs: tuple, kwargs: dict, target: Distributor
+    ufunc: np.ufunc, ins: list, shapes: list, outs: tuple, kwargs: dict, target: Distributor
 ) -> Any:
     """``ufunc`` on this rank's piece of ``target`` where some operands are `Parts`: one
     call per box of the grid the pieces' boundaries draw along the split axes (each box
@@ -212,7 +186,7 @@ def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs:
                     break
             else:
                 try:
-                    return _wrap(KERNELS.get(ufunc, ufunc)(*local), d)
+                    return _wrap(ufunc(*local), d)
                 except Exception as exc:  # data-dependent: only some ranks may see it
                     return _wrap(_failed(exc, d, ufunc, local), d)
     for x in inputs + kwargs.get("out", ()):
