@@ -21,7 +21,7 @@ from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed, check_gather
 from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
-from ..core.registry import marked, operations
+from ..core.registry import cell, marked, operations, run_flagged
 from ..layouts.distributors import (
     STRATEGIES,
     Distributor,
@@ -32,7 +32,7 @@ from ..layouts.distributors import (
 from ..layouts.ghost import width as _halo_width
 from ..layouts.mesh import Layout
 from ..move import ghost as _ghost
-from ..move.redistribution import describe, exchange, gather, redistribute
+from ..move.redistribution import describe, gather, redistribute
 from ..ops import indexing as _indexing
 from ..ops import original as _original
 from ..ops import ufuncs as _ufuncs
@@ -43,6 +43,10 @@ from .operators import Operators
 __all__ = ["distributed_data_object"]
 
 _next_index = d2o_librarian.next_index
+#: The flag cells the hottest methods test themselves (`d2o.core.registry.marked`'s
+#: ``inline``): the class's facts, and the constructor's (it never meets a 0-d view).
+_ON = cell(mesh=True)
+_ON_INIT = cell(mesh=True, held="local")
 _FLOAT64 = np.dtype(np.float64)
 _FLOAT64_STR = _FLOAT64.str
 
@@ -99,7 +103,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __slots__ = ()  # the state is ArrayBase's (d2o.array.base)
 
-    @marked(held="local")
+    @marked(held="local", inline=_ON_INIT)
     def __init__(
         self,
         global_data: Any = None,
@@ -115,6 +119,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         hermitian: bool = False,
         **kwargs: Any,
     ) -> None:
+        if _ON_INIT[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
+            given = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
+            return run_flagged(distributed_data_object.__init__, (self,), {**given, **kwargs})
         if "alias" in kwargs:  # the original D2O: read HDF5 dataset ``alias`` of file ``path``
             self._from_file(kwargs, distribution_strategy, axis, comm, dtype, hermitian)
             return
@@ -536,6 +543,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         self.data = np.array(arr[self.distributor.local_slice], dtype=self.dtype, copy=True)
 
     # -- copies --------------------------------------------------------------
+    @marked(inline=_ON)
     def copy(
         self, dtype: Any = None, distribution_strategy: str | None = None, axis: int | None = None
     ) -> distributed_data_object:
@@ -544,6 +552,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         Local when the layout is unchanged; otherwise one all-to-all exchange
         of exactly the data that must move.
         """
+        if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
+            return run_flagged(distributed_data_object.copy, (self,), dict(
+                dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
         d = self.distributor
         if distribution_strategy is None and axis is None:
             data = self.data.copy() if dtype is None else self.data.astype(dtype)
@@ -588,6 +599,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         keep = d.strategy in ("equal", "fftw")
         return self.copy(distribution_strategy=None if keep else "equal", axis=axis)
 
+    @marked(inline=_ON)
     def copy_empty(
         self,
         global_shape: Any = None,
@@ -600,6 +612,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
         No communication when only the dtype changes.
         """
+        if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
+            given = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
+            return run_flagged(distributed_data_object.copy_empty, (self,), {**given, **kwargs})
         d = self.distributor
         data = self.data
         dt = data.dtype if dtype is None else dtype
@@ -631,8 +646,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             **kwargs,
         )
 
+    @marked(inline=_ON)
     def astype(self, dtype: Any, copy: bool = True) -> distributed_data_object:
         """The array cast to ``dtype``; local."""
+        if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
+            return run_flagged(distributed_data_object.astype, (self, dtype), {"copy": copy})
         src = self.data
         data = src.astype(dtype, copy=copy)
         if data is src:
@@ -751,30 +769,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         _indexing.set_data(self, data, to_key, from_key, local_keys, **kwargs)
 
     # -- iteration -----------------------------------------------------------
-    @marked(mesh=False)
+    @marked(mesh=False, calls=_original.iterate)
     def __iter__(self) -> Iterator:
-        """Collective: iterate over the first axis, moving data in large chunks.
-
-        Every rank receives the same elements; all ranks must consume the
-        iterator in lockstep.  At most one local share is held at a time.
-        """
-        d = self.distributor
-        if not d.ndim:
-            raise TypeError("iteration over a 0-d array")
-        if d.replicated or d.comm.size == 1:
-            yield from self.data
-            return
-        n0 = d.global_shape[0]
-        row = max(1, int(np.prod(d.global_shape[1:], dtype=np.int64)))
-        # The same on every rank: from global quantities only (about one local share).
-        share = -(-d.size // d.comm.size)
-        chunk = max(1, max(share, _config.iter_chunk()) // row)
-        have = d.region
-        for start in range(0, n0, chunk):
-            stop = min(n0, start + chunk)
-            box = ((start, stop),) + tuple((0, n) for n in d.global_shape[1:])
-            block = exchange(d.comm, self.data, have, lambda r, b=box: b)
-            yield from block
+        """Collective: iterate over the first axis, moving data in large chunks (all ranks
+        consume the iterator in lockstep; d2o.ops.original.iterate)."""
+        return _original.iterate(self)
 
 
 class _Flags(NamedTuple):

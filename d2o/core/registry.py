@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from . import hooks
 
 __all__ = ["Operation", "OPS", "RUN", "operation", "operations", "declare", "declare_op", "marked",
-           "operation_of", "flagged"]  # fmt: skip
+           "operation_of", "flagged", "cell", "run_flagged"]  # fmt: skip
 
 #: Every operation declared so far, in declaration order.
 OPS: list[Operation] = []
@@ -235,6 +235,24 @@ def declare(fn: Callable, name: str, key: tuple, calls: Any = (), **facts: Any) 
                        calls if isinstance(calls, tuple) else (calls,))  # fmt: skip
 
 
+def cell(*, traced: bool = True, mesh: bool = False, held: str | None = None) -> list:
+    """The flag cell of the operations of these facts (`CELLS`): what a method that tests
+    its flag itself (``marked(inline=...)``) tests."""
+    return CELLS.setdefault((traced, mesh, held), [False])
+
+
+def run_flagged(method: Callable, args: tuple, kwargs: dict) -> Any:
+    """The runtime's path of a method that tests its flag itself: ``kwargs`` passed on as
+    keywords where they differ from the method's defaults, as the trampolines do."""
+    op, fn = getattr(method, "__d2o_operation__"), cast(Any, method)  # noqa: B009
+    defaults = dict(fn.__kwdefaults__ or {})
+    if fn.__defaults__:
+        names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+        defaults.update(zip(names[-len(fn.__defaults__) :], fn.__defaults__))
+    given = {k: v for k, v in kwargs.items() if k not in defaults or v is not defaults[k]}
+    return RUN[0](op, args, given)
+
+
 def operation(name: str | None = None, **facts: Any) -> Callable[[Callable], Callable]:
     """Decorator: declare a module-level function a public operation (see `Operation`
     for ``facts``); the module binds the trampoline under the function's name."""
@@ -253,7 +271,11 @@ def marked(**facts: Any) -> Callable[[Callable], Callable]:
     """Decorator inside a class body that `operations` declares: this method's own facts
     (``local=True``: not an operation at all, left plain; ``calls=(target, *constants)``:
     the method only returns ``target(self, *constants, <its other arguments>)``, and its
-    trampoline calls ``target`` directly, checked when the class is defined)."""
+    trampoline calls ``target`` directly, checked when the class is defined;
+    ``inline=cell(...)``: a hot method that tests its flag cell itself, first thing, and
+    hands a flagged call to `run_flagged`: no trampoline, one test, as the generated
+    operators do; the cell is checked against the method's facts when the class is
+    defined)."""
 
     def mark(fn: Any) -> Any:
         fn.__d2o_facts__ = facts
@@ -291,6 +313,13 @@ def operations(*, skip: Iterable[str] = (), rename: dict | None = None,
             if own.pop("local", False):
                 continue
             name = rename.get(attr, attr)
+            inline = own.pop("inline", None)
+            if inline is not None:  # the method tests its flag itself: no trampoline
+                op = declare_op(fn, name, (*key0, attr), namer=namers.get(attr), **own)
+                if inline is not op.on:
+                    raise TypeError(f"{attr} tests the flag of other facts than its own")
+                cast(Any, fn).__d2o_operation__ = op
+                continue
             t: Any = declare(fn, name, (*key0, attr), namer=namers.get(attr), **own)
             if isinstance(val, property):
                 t = property(t, val.fset, val.fdel, val.__doc__)

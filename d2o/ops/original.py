@@ -10,17 +10,18 @@ gathers the array.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
+from ..core import config as _config
 from ..core.errors import agreed
 from ..core.registry import operation
 from ..layouts.distributors import get_distributor, like, normalize_axis
-from ..move.redistribution import redistribute
+from ..move.redistribution import exchange, redistribute
 from . import reductions as _reductions  # noqa: F401  (installs ravel; flatten below replaces its alias)
 from .reductions import store
 from .samplesort import order_statistics
@@ -213,3 +214,33 @@ def flatten(self: D2O, inplace: bool = False) -> D2O:
         flat.data = flat.data.copy()
     flat.base = None
     return flat
+
+
+def iterate(self: D2O) -> Iterator:
+    """Collective: iterate over the first axis, moving data in large chunks.
+
+    Every rank receives the same elements; all ranks must consume the iterator in
+    lockstep.  At most one local share (or ``iter_chunk`` bytes) is held at a time: one
+    exchange per chunk of rows.
+    """
+    d = self.distributor
+    if not d.ndim:
+        raise TypeError("iteration over a 0-d array")
+    if d.replicated or d.comm.size == 1:
+        yield from self.data
+        return
+    n0 = d.global_shape[0]
+    row = max(1, int(np.prod(d.global_shape[1:], dtype=np.int64)))
+    # The same on every rank: from global quantities only (about one local share).
+    share = -(-d.size // d.comm.size)
+    chunk = max(1, max(share, _config.iter_chunk()) // row)
+    have = d.region
+    for start in range(0, n0, chunk):
+        stop = min(n0, start + chunk)
+        box = ((start, stop),) + tuple((0, n) for n in d.global_shape[1:])
+        yield from exchange(d.comm, self.data, have, _every_rank_wants(box))
+
+
+def _every_rank_wants(box: tuple) -> Callable[[int], tuple]:
+    """The ``want`` of an exchange in which every rank wants ``box``."""
+    return lambda rank: box
