@@ -4,7 +4,7 @@ Every rank reads and writes only its own part of an array; nothing is
 gathered.  h5py and zarr are optional and imported when first used.
 
 Functions: `save`/`load` (``.npy``), `savetxt` (text, every rank its rows),
-`from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`; `savez` (``.npz``: every rank writes its
+`from_hdf5`/`to_hdf5`, `from_zarr`/`to_zarr`; ``savez`` (``.npz``: every rank writes its
 bytes of each member) is the engine of ``d2o.numpy.savez``/``savez_compressed``, which
 have numpy's signature.  The writers are also methods of `d2o.distributed_data_object`:
 ``obj.save(path)``, ``obj.to_hdf5(path, dataset)``, ``obj.to_zarr(path)``.
