@@ -283,6 +283,21 @@ def test_few_ranks_gather_the_records_and_fold_them_alike():
     collective_assert(np.isclose(got[64][1], a.sum()) and got[64][3] == a.argmax())
 
 
+def _special(dt: np.dtype) -> list:
+    """Payloads that the folds' Python-number path must hand to numpy (wrapping, nan,
+    inf, +-0) or get exactly right (the largest finite values, subnormals)."""
+    if dt.kind == "i":
+        info = np.iinfo(dt)
+        return [info.max, info.max, info.min, -1, 0, info.max // 2 + 1, 3]
+    if dt.kind not in "fc":
+        return []
+    big = float(np.finfo(dt).max)
+    tiny = float(np.finfo(dt).smallest_subnormal)
+    if dt.kind == "f":
+        return [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.0, big, big, -big, tiny, 1.5]
+    return [complex(np.nan, 1), complex(np.inf, 0), complex(-np.inf, 1), -0.0, big]
+
+
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex128"])
 @pytest.mark.parametrize("ranks", [2, 3, 5, 8])
 def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
@@ -291,11 +306,12 @@ def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
     and checked mode's digests ORed, the payload of one holder kept as it is."""
     dt = np.dtype(dtype)
     rng = np.random.default_rng(ranks)
-    for ufunc in (np.add, np.maximum, None):
+    special = _special(dt)
+    for ufunc in (np.add, np.maximum, np.minimum, np.multiply, None):
         code = 0 if ufunc is None else _ufunc_combiner(ufunc, dt)
-        for trial in range(12):
+        for trial in range(16):
             rows = np.zeros((ranks, E.RECORD_WORDS), dtype=np.uint64)
-            held = rng.random(ranks) < (0.5 if trial else 1.0)
+            held = rng.random(ranks) < (0.5 if 0 < trial < 8 else 1.0)
             if ufunc is None:  # no combiner: one owner
                 held[:] = False
                 held[rng.integers(ranks)] = True
@@ -309,11 +325,15 @@ def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
                     value = (
                         rng.integers(-60, 60) if dt.kind in "biu" else rng.standard_normal() * 50
                     )
+                    if trial >= 8 and special:  # overflow, nan, inf, signed zeros
+                        value = special[(r + trial) % len(special)]
                     E.put_value(rows[r], dt.type(value), dt, code)
             want = rows[0].copy()
             for row in rows[1:]:
                 row = row.copy()
-                E.fold_records(want, row)
+                with np.errstate(all="ignore"):
+                    E.fold_records(want, row)
                 want = row
-            got = E.fold_rows(rows.copy())
+            with np.errstate(all="ignore"):
+                got = E.fold_rows(rows.copy())
             assert got.tobytes() == want.tobytes(), (dtype, ranks, ufunc, trial, got, want)

@@ -209,17 +209,28 @@ def fold_records(a: np.ndarray, b: np.ndarray) -> None:
 def fold_rows(rows: np.ndarray) -> np.ndarray:
     """`fold_records` over the gathered records of every rank, in rank order (the form of
     few ranks, `d2o.core.comm.RECORD_GATHER_MAX`): the same bits, the header in Python
-    ints and the payloads in one numpy call instead of one Python fold per rank."""
-    head = rows[:, :HEADER_WORDS].tolist()
-    held = [i for i, h in enumerate(head) if h[0] & _VALUE]
-    code = head[held[-1]][CODE] if held else 0
-    if not code:  # no combiner: the owner's value and the others' zeros, ORed
-        out = rows[0] | rows[1] if len(rows) == 2 else np.bitwise_or.reduce(rows)
-    elif len(held) == 1:  # one value: its code and payload as they are (the rows are ours)
+    ints and the payloads in one call of their combiner's ``many`` (`combiner`) instead
+    of one Python fold per rank."""
+    flags = digest = not_digest = 0
+    held: list[int] = []
+    code = 0
+    mixed = False
+    for i, (f, dg, nd, c) in enumerate(rows[:, :HEADER_WORDS].tolist()):  # HEADER_WORDS == 4
+        flags |= f
+        digest |= dg
+        not_digest |= nd
+        if f & _VALUE:
+            if held and c != code:
+                mixed = True
+            held.append(i)
+            code = c
+    if len(held) == 1:  # one value: its code and payload as they are (the rows are ours)
         out = rows[held[0]]
+    elif not code:  # no combiner: the owners' values and the others' zeros, ORed
+        out = rows[0] | rows[1] if len(rows) == 2 else np.bitwise_or.reduce(rows)
     else:
-        many = _MANY.get(code)
-        if many is None or any(head[i][CODE] != code for i in held):
+        many = None if mixed else _MANY.get(code)
+        if many is None:
             out = rows[0].copy()
             for row in rows[1:]:
                 fold_records(out, row)
@@ -227,12 +238,10 @@ def fold_rows(rows: np.ndarray) -> np.ndarray:
             return out.copy()
         many(rows, held)  # into the payload of the row held[-1]; the header below
         out = rows[held[-1]]
-    flags = digest = not_digest = 0
-    for h in head:
-        flags |= h[0]
-        digest |= h[DIGEST]
-        not_digest |= h[NOT_DIGEST]
-    out[0], out[DIGEST], out[NOT_DIGEST] = flags, digest, not_digest
+    if int(out[0]) != flags:
+        out[0] = flags
+    if digest or not_digest:
+        out[DIGEST], out[NOT_DIGEST] = digest, not_digest
     return out
 
 

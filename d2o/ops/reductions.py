@@ -289,44 +289,129 @@ def _full_reduce(
 _UFUNC_CODES: dict = {}
 
 
+def _float_add(a: Any, b: Any) -> Any:
+    r = a + b
+    return r if r - r == 0 else None  # inf or nan: numpy's call (its warnings)
+
+
+def _float_mul(a: Any, b: Any) -> Any:
+    r = a * b
+    return r if r - r == 0 else None
+
+
+def _ordered_max(a: Any, b: Any) -> Any:
+    if a > b:
+        return a
+    if b > a:
+        return b
+    return a if a == b and a else None  # +-0 (numpy keeps one by position) or nan: numpy's
+
+
+def _ordered_min(a: Any, b: Any) -> Any:
+    if a < b:
+        return a
+    if b < a:
+        return b
+    return a if a == b and a else None
+
+
+class _IntPair:
+    """``op`` on Python ints, None where numpy's result would wrap (numpy's call then)."""
+
+    __slots__ = ("op", "lo", "hi")
+
+    def __init__(self, op: Callable, dtype: np.dtype) -> None:
+        info = np.iinfo(dtype)
+        self.op, self.lo, self.hi = op, int(info.min), int(info.max)
+
+    def __call__(self, a: int, b: int) -> int | None:
+        r = self.op(a, b)
+        return r if self.lo <= r <= self.hi else None
+
+
+def _python_pair(ufunc: np.ufunc, dtype: np.dtype) -> Callable | None:
+    """A function of two Python numbers (``.item()`` of two payloads) giving exactly the
+    bits of ``ufunc`` on them in ``dtype``, or None where it cannot tell (numpy's call
+    then): IEEE arithmetic of Python floats is float64's and complex128's, Python ints
+    are exact.  A call of it costs a tenth of numpy's ufunc on two scalars, which is most
+    of a reduction's combining step on few ranks."""
+    if dtype.kind == "f" and dtype.itemsize == 8 or dtype.kind == "c" and dtype.itemsize == 16:
+        if ufunc is np.add:
+            return _float_add
+        if ufunc is np.multiply and dtype.kind == "f":  # complex: numpy may fuse multiply-adds
+            return _float_mul
+        if ufunc is np.maximum and dtype.kind == "f":
+            return _ordered_max
+        if ufunc is np.minimum and dtype.kind == "f":
+            return _ordered_min
+    elif dtype.kind in "iu":
+        if ufunc is np.maximum:
+            return max
+        if ufunc is np.minimum:
+            return min
+        if ufunc is np.add or ufunc is np.multiply:
+            return _IntPair(int.__add__ if ufunc is np.add else int.__mul__, dtype)
+    return None
+
+
+class _UfuncFold:
+    """The combiner of payloads holding one ``dtype`` value, combined with ``ufunc``:
+    ``fold(a, b)`` (two records' payloads, in place) and ``many(rows, held)`` (gathered
+    records, into ``rows[held[-1]]``; see `d2o.core.errors.combiner`)."""
+
+    __slots__ = ("ufunc", "dtype", "n", "k", "pair")
+
+    def __init__(self, ufunc: np.ufunc, dtype: np.dtype) -> None:
+        self.ufunc, self.dtype, self.n = ufunc, dtype, dtype.itemsize
+        n = dtype.itemsize
+        # the payload's first value in the record viewed as ``dtype`` (header and records
+        # whole numbers of values: every numpy number)
+        self.k = (
+            HEADER_WORDS * 8 // n if (HEADER_WORDS * 8) % n == (RECORD_WORDS * 8) % n == 0 else None
+        )
+        self.pair = _python_pair(ufunc, dtype) if self.k is not None else None
+
+    def fold(self, a: np.ndarray, b: np.ndarray) -> None:
+        if 64 % self.n == 0:  # every numpy number: one view of the payload words
+            y = b.view(self.dtype)[:1]
+            self.ufunc(a.view(self.dtype)[:1], y, out=y)
+        else:  # pragma: no cover - odd item sizes
+            y = b.view(np.uint8)[: self.n].view(self.dtype)
+            self.ufunc(a.view(np.uint8)[: self.n].view(self.dtype), y, out=y)
+
+    def many(self, rows: np.ndarray, held: list) -> None:
+        ufunc, dtype, k, last = self.ufunc, self.dtype, self.k, held[-1]
+        if k is None:  # pragma: no cover - odd item sizes
+            values = rows[:, HEADER_WORDS:].view(np.uint8)[:, : self.n].view(dtype)[held, 0]
+            into = rows[last, HEADER_WORDS:].view(np.uint8)[: self.n].view(dtype)
+            into[0] = ufunc.accumulate(values, dtype=dtype)[-1]
+            return
+        v = rows.view(dtype)  # every record as values: the payload's first is at k
+        pair = self.pair
+        if pair is not None:  # in rank order, on Python numbers
+            acc = v.item(held[0], k)
+            for i in held[1:]:
+                acc = pair(acc, v.item(i, k))
+                if acc is None:
+                    break
+            else:
+                v[last, k] = acc
+                return
+        if len(held) == 2:  # the ufunc on the two scalars: cheaper than on arrays
+            v[last, k] = ufunc(v[held[0], k], v[last, k])
+        else:  # in rank order, not upcast (a reduce may pair the values otherwise)
+            values = v[held, k] if len(held) < len(v) else v[:, k]
+            v[last, k] = ufunc.accumulate(values, dtype=dtype)[-1]
+
+
 def _ufunc_combiner(ufunc: np.ufunc, dtype: np.dtype) -> int:
     """The code of a record combiner (`d2o.core.errors.combiner`) that combines two
     payloads holding one ``dtype`` value with ``ufunc`` (registered once per pair)."""
     code = _UFUNC_CODES.get((ufunc, dtype))
     if code is None:
-        n = dtype.itemsize
-        # the payload's first value in the record viewed as ``dtype`` (header and records
-        # whole numbers of values: every numpy number)
-        k = HEADER_WORDS * 8 // n if (HEADER_WORDS * 8) % n == (RECORD_WORDS * 8) % n == 0 else None
-
-        if 64 % n == 0:  # every numpy number: one view of the payload words
-
-            def fold(a: np.ndarray, b: np.ndarray) -> None:
-                y = b.view(dtype)[:1]
-                ufunc(a.view(dtype)[:1], y, out=y)
-
-        else:  # pragma: no cover - odd item sizes
-
-            def fold(a: np.ndarray, b: np.ndarray) -> None:
-                y = b.view(np.uint8)[:n].view(dtype)
-                ufunc(a.view(np.uint8)[:n].view(dtype), y, out=y)
-
-        def many(rows: np.ndarray, held: list) -> None:
-            last = held[-1]
-            if k is None:  # pragma: no cover - odd item sizes
-                values = rows[:, HEADER_WORDS:].view(np.uint8)[:, :n].view(dtype)[held, 0]
-                into = rows[last, HEADER_WORDS:].view(np.uint8)[:n].view(dtype)
-                into[0] = ufunc.accumulate(values, dtype=dtype)[-1]
-                return
-            v = rows.view(dtype)  # every record as values: the payload's first is at k
-            if len(held) == 2:  # the ufunc on the two scalars: cheaper than on arrays
-                v[last, k] = ufunc(v[held[0], k], v[last, k])
-            else:  # in rank order, not upcast (a reduce may pair the values otherwise)
-                values = v[held, k] if len(held) < len(v) else v[:, k]
-                v[last, k] = ufunc.accumulate(values, dtype=dtype)[-1]
-
+        f = _UfuncFold(ufunc, dtype)
         name = f"ufunc:{ufunc.__name__}:{dtype.str}"
-        code = _UFUNC_CODES[ufunc, dtype] = combiner(name, fold, many)
+        code = _UFUNC_CODES[ufunc, dtype] = combiner(name, f.fold, f.many)
     return code
 
 
