@@ -6,6 +6,7 @@ algorithms make of it, and prices them with LogGP parameters (`Network`)::
 
     one message of k bytes:   L + 2 o + (k - 1) G
     m messages in one round:  L + 2 o + (k - 1) G + (m - 1) max(g, o + (k - 1) G)
+    a reduction's arithmetic: gamma per byte combined (Thakur et al.'s gamma)
 
 The algorithms and their switch points are MPICH's defaults (Thakur, Rabenseifner and
 Gropp, "Optimization of collective communication operations in MPICH", IJHPCA 19(1), 2005;
@@ -72,7 +73,8 @@ THRESHOLDS = {
 @dataclass(frozen=True)
 class Network:
     """LogGP parameters, in seconds: latency ``L``, overhead ``o`` per message and end, gap
-    ``g`` between messages a rank injects, ``G`` per byte; ``source`` says where from."""
+    ``g`` between messages a rank injects, ``G`` per byte; ``gamma`` per byte a reduction
+    combines (0: not counted); ``source`` says where from."""
 
     name: str
     L: float
@@ -80,6 +82,7 @@ class Network:
     g: float
     G: float
     source: str = ""
+    gamma: float = 0.0
 
     def message(self, k: float, m: int = 1) -> float:
         """Seconds of one round in which a rank sends ``m`` messages of ``k`` bytes each."""
@@ -201,10 +204,12 @@ def cost(kind: str, nbytes: float, p: int, net: Network, peers: int = -1) -> Cos
         fold = 1 if p != pof2 else 0
         k = _lg(pof2)
         if alg == "recursive doubling":
-            c = Cost(k + fold, (k + fold) * n, (k + 2 * fold) * net.message(n), k + 2 * fold, alg)
+            t = (k + 2 * fold) * net.message(n) + (k + fold) * n * net.gamma
+            c = Cost(k + fold, (k + fold) * n, t, k + 2 * fold, alg)
         else:
             half = 2 * n * (pof2 - 1) / pof2
             t = sum(net.message(n / 2 ** (i + 1)) for i in range(k)) * 2 + 2 * fold * net.message(n)
+            t += (half / 2 + fold * n) * net.gamma
             c = Cost(2 * k + fold, half + fold * n, t, 2 * k + 2 * fold, alg)
         c.exact = kind == "Allreduce"
         return c
