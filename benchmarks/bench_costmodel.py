@@ -1,10 +1,10 @@
 """The LogGP cost model (`d2o.core.costmodel`) calibrated on this machine and checked
-against runs at 2, 4 and 16 processes (not a test: ``tests/test_costmodel.py`` asserts the
-counts at 1-4 ranks).
+against runs at 2, 4, 16 and 64 processes (not a test: ``tests/test_costmodel.py`` asserts
+the counts at 1-4 ranks).
 
 Run plainly (``python benchmarks/bench_costmodel.py``) it launches itself under
-``mpiexec -n P`` for P = 2, 4 and 16 (``--counts 2,4,16,64`` for others; more ranks than
-cores are oversubscribed) and writes ``docs/_data/bench/costmodel.json`` (the performance
+``mpiexec -n P`` for P = 2, 4, 16 and 64 (``--counts 2,4`` for others; more ranks than
+cores are oversubscribed: 64 take a few minutes on 2 cores) and writes ``docs/_data/bench/costmodel.json`` (the performance
 page and docs/scaling-model.md show it).  At every P:
 
 * **counts**: each collective's schedule (MPICH's algorithm at that size and P) runs with
@@ -35,7 +35,7 @@ from d2o.core import costmodel as cm  # noqa: E402
 from d2o.core.comm import default_comm  # noqa: E402
 
 RECORD = "costmodel"  # docs/_data/bench/costmodel.json
-COUNTS = (2, 4, 16)
+COUNTS = (2, 4, 16, 64)
 KINDS = ("Barrier", "Bcast", "Allreduce", "Allgather", "Allgatherv", "Alltoallv")
 TIMED = (
     ("Allreduce", (8, 96, 2048, 65536, 1 << 20, 4 << 20)),

@@ -510,6 +510,11 @@ def render_costmodel(doc: dict) -> str:
     if timed:
         out += table(["processes", "MPICH call", "bytes", "measured (µs)", "model (µs)",
                       "model / measured"], timed)  # fmt: skip
+        within = sum(1 for t in timed if 0.5 <= float(t[-1]) <= 2)
+        load = doc.get("load_average", {})
+        out += (f"\n\nWithin 2x: {within} of {len(timed)} calls, with the machine's load "
+                f"average at {load.get('before')} before the run and {load.get('after')} "
+                "after it (on 2 cores).\n")  # fmt: skip
     return out + quick_note(doc)
 
 
