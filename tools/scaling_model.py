@@ -49,11 +49,15 @@ for sub in ("", "benchmarks", "examples", "examples/programs"):
 import d2o  # noqa: E402
 import d2o.numpy as dnp  # noqa: E402
 from d2o.core import costmodel as cm  # noqa: E402
+from d2o.core.comm import RECORD_GATHER_MAX  # noqa: E402
+from d2o.core.errors import RECORD_WORDS  # noqa: E402
 
 DATA = ROOT / "docs" / "_data" / "scaling_model.json"
 TARGETS = [2**k for k in range(15)]  # 1 ... 16,384
 P0 = 4  # the recording the curves scale from
 GROW = 4096  # strong scaling: the recorded problem this many times larger
+#: bytes of an agreement record: gathered on few ranks, one Allreduce above (as d2o runs it)
+RECORD_BYTES = 8 * RECORD_WORDS
 
 
 def programs() -> dict[str, tuple[str, Callable]]:
@@ -165,6 +169,10 @@ def scale(fit: tuple, p: int, weak: bool, grow: float = 1.0, p0: int = P0) -> tu
     (kind, sent, received, group, peers), f, every = fit
     if group != p0 or kind in P2P:  # sub-groups and neighbours stay as they were
         return ("op", kind, sent, received, group), peers
+    if kind == "Allgather" and sent == RECORD_BYTES:  # an agreement record (d2o.core.errors)
+        if p <= RECORD_GATHER_MAX[0]:  # gathered and folded locally on few ranks
+            return ("op", kind, sent, sent * (p - 1), p), -1
+        return ("op", "Allreduce", sent, sent, p), -1  # above: one Allreduce of the record
     h = FORMS[f]
     k = h(p) / h(p0)
     if f != "constant":
