@@ -104,7 +104,8 @@ test-mpi: venv
 # The core, the numpy namespace and the communication table at 16 processes (issue 30);
 # outside `make test`: 16 ranks oversubscribe a 2-core machine many times over.
 SCALE_NPROCS ?= 16
-SCALE_TESTS ?= tests/test_core.py tests/test_numpy_namespace.py tests/test_comm_table.py
+SCALE_TESTS ?= tests/test_core.py tests/test_numpy_namespace.py tests/test_comm_table.py \
+  tests/test_costmodel.py tests/test_memory_table.py
 test-scale: venv
 	@echo "==> tests under mpiexec -n $(SCALE_NPROCS): $(SCALE_TESTS)"
 	D2O_CHECK_ARGS=1 timeout -k 10 3600 $(MPIEXEC) -n $(SCALE_NPROCS) $(BIN)/python -m mpi4py \

@@ -102,14 +102,21 @@ def _resolve_alias(app, env, node, contnode):
 
 
 def _generate(app) -> None:
-    """Draw the pictures from d2o's own layout code, and the performance page's tables and
-    plots from the benchmarks' output files (a failed check there fails the build)."""
+    """Draw the pictures from d2o's own layout code, the performance page's tables and plots
+    from the benchmarks' output files (a failed check there fails the build), and the
+    scaling model's predictions from its recorded traces."""
     out = DOCS / "_generated"
     env = dict(os.environ, D2O_MPI="0", MPLBACKEND="Agg")
     for script in ("figures.py", "performance.py"):
         subprocess.run(
             [sys.executable, str(DOCS / "_scripts" / script), str(out)], check=True, env=env
         )
+    # the scaling model's tables and plots, from docs/_data/scaling_model.json
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "scaling_model.py"), "render", str(out / "scaling")],
+        check=True,
+        env=env,
+    )
 
 
 def _check_reference(app, env) -> None:

@@ -281,7 +281,8 @@ class Comm:
             me = self.rank
             sent = sum(c * t.Get_size() for r, (c, t) in enumerate(sendtypes) if r != me)
             got = sum(c * t.Get_size() for r, (c, t) in enumerate(recvtypes) if r != me)
-            _tr.note("Alltoallw", sent, got, self.size)
+            peers = sum(1 for r, (c, t) in enumerate(sendtypes) if r != me and c * t.Get_size())
+            _tr.note("Alltoallw", sent, got, self.size, peers)
             _tr.note_temp(recv.nbytes)
 
     def Alltoallv(self, send: np.ndarray, sc: list, recv: np.ndarray, rc: list, datatype) -> None:
@@ -299,7 +300,10 @@ class Comm:
         self.mpi.Alltoallv([send, (sc, sd), datatype], [recv, (rc, rd), datatype])
         if _tr.active:
             me, item = self.rank, datatype.Get_size()
-            _tr.note("Alltoallv", (sum(sc) - sc[me]) * item, (sum(rc) - rc[me]) * item, self.size)
+            peers = sum(1 for r, c in enumerate(sc) if r != me and c)
+            _tr.note(
+                "Alltoallv", (sum(sc) - sc[me]) * item, (sum(rc) - rc[me]) * item, self.size, peers
+            )
             _tr.note_temp(recv.nbytes)
 
     def Sendrecv_many(self, sends: list, recvs: list) -> None:
@@ -317,7 +321,7 @@ class Comm:
         MPI.Request.Waitall(reqs)
         if _tr.active:
             sent = sum(buf.nbytes for _, buf in sends)
-            _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2)
+            _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2, len(sends))
 
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""

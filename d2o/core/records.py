@@ -80,8 +80,9 @@ class Record:
 OUTSIDE = "(outside a public operation)"
 
 
-def note(kind: str, sent: int, received: int, group: int) -> None:
-    """Count one MPI call of this rank (called by `d2o.core.comm` while a trace is active)."""
+def note(kind: str, sent: int, received: int, group: int, peers: int = -1) -> None:
+    """Count one MPI call of this rank (called by `d2o.core.comm` while a trace is active);
+    ``peers``: the ranks it sent to, where the call names them (exchanges), else -1."""
     r = current[0]
     op = r.op if r is not None else OUTSIDE
     for t in active:
@@ -89,6 +90,7 @@ def note(kind: str, sent: int, received: int, group: int) -> None:
         t.bytes_sent += sent
         t.bytes_received += received
         t.calls.append((op, kind, sent, received, group))
+        t.peers.append(peers)
     if r is None:  # one record per run of calls outside any public operation
         last = active[-1].records[-1] if active[-1].records else None
         if last is not None and last.op == OUTSIDE:

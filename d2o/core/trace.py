@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from . import hooks
 from .comm import SERIAL, as_comm
+from .costmodel import NETWORKS, Network, Prediction, predict
 from .records import OUTSIDE, Record, active, current, note, note_temp  # noqa: F401
 
 __all__ = ["trace", "Trace", "Record", "note", "note_temp", "active"]
@@ -39,6 +40,9 @@ class Trace:
     calls : list of tuple
         One per MPI call: ``(op, call, bytes_sent, bytes_received, group)``,
         e.g. ``('copy', 'Alltoallw', 4096, 4096, 4)``.
+    peers : list of int
+        Per call, the ranks this rank sent to where the call names them (exchanges,
+        point-to-point), else -1 (the MPI library's collective algorithm decides).
     """
 
     def __init__(self) -> None:
@@ -47,6 +51,7 @@ class Trace:
         self.bytes_received = 0
         self.records: list[Record] = []
         self.calls: list[tuple] = []
+        self.peers: list[int] = []
 
     def __enter__(self) -> Trace:
         active.append(self)
@@ -71,6 +76,20 @@ class Trace:
             row[4] = max(row[4], r.max_group)
             row[5] = max(row[5], r.temp_bytes)
         return out
+
+    def predict(
+        self, network: Network | str = "InfiniBand HDR", p: int | None = None
+    ) -> Prediction:
+        """Local: what the traced calls cost on this rank's critical path under MPICH's
+        collective algorithms: point-to-point messages, bytes and seconds.
+
+        ``network`` is a LogGP parameter set of ``d2o.core.costmodel`` or the name of a
+        published one (``"InfiniBand HDR"``, ``"Cray Aries"``); ``p``, if given, prices the
+        calls over all ranks at ``p`` ranks.  Figures per call are the largest over the ranks
+        (docs/scaling-model.md).
+        """
+        net = NETWORKS[network] if isinstance(network, str) else network
+        return predict(self.calls, net, p, self.peers)
 
     def report(self, comm: Any = None, file: Any = None) -> str | None:
         """Collective: print a table of the operations with totals over all ranks (rank 0).

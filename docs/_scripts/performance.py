@@ -485,6 +485,39 @@ def render_communication(doc: dict) -> str:
     return out + table(head, rows) + quick_note(doc)
 
 
+def render_costmodel(doc: dict) -> str:
+    """The LogGP model's counts against the replayed schedules at every P, and its times
+    against MPICH's collectives where the cores were not oversubscribed."""
+    rows, timed = [], []
+    for n, r in by_count(doc).items():
+        over = " (oversubscribed)" if r["oversubscribed"] else ""
+        for c in r["counts"]:
+            rows.append([f"{n}{over}", c["kind"], nbytes(c["bytes"]), c["algorithm"],
+                         f"{c['messages']} / {c['model_messages']}",
+                         f"{nbytes(c['sent'])} / {nbytes(c['model_sent'])}",
+                         "yes" if c["match"] and c["delivered"] and c["traced"] else "NO"])  # fmt: skip
+        for t in r["timing"]:
+            timed.append([n, t["kind"], nbytes(t["bytes"]), us(t["measured_s"]),
+                          us(t["model_s"]), f"{t['ratio']:.2f}"])  # fmt: skip
+    out = table(["processes", "call", "payload", "MPICH's algorithm", "messages: run / model",
+                 "bytes: run / model", "equal"], rows)  # fmt: skip
+    for n, r in by_count(doc).items():
+        net = r["network"]
+        if not r["oversubscribed"] and net["G"]:
+            out += (f"\n\nCalibrated at {n} ranks: L = {net['L'] * 1e6:.2f} µs, o = "
+                    f"{net['o'] * 1e6:.2f} µs, g = {net['g'] * 1e6:.2f} µs, G = "
+                    f"{net['G'] * 1e9:.3f} ns/B, γ = {net['gamma'] * 1e9:.3f} ns/B.\n\n")  # fmt: skip
+    if timed:
+        out += table(["processes", "MPICH call", "bytes", "measured (µs)", "model (µs)",
+                      "model / measured"], timed)  # fmt: skip
+        within = sum(1 for t in timed if 0.5 <= float(t[-1]) <= 2)
+        load = doc.get("load_average", {})
+        out += (f"\n\nWithin 2x: {within} of {len(timed)} calls, with the machine's load "
+                f"average at {load.get('before')} before the run and {load.get('after')} "
+                "after it (on 2 cores).\n")  # fmt: skip
+    return out + quick_note(doc)
+
+
 def render_indexing(doc: dict) -> str:
     one, two = by_count(doc)["1"], by_count(doc)["2"]
     rows = []
@@ -890,6 +923,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "sort": render_sort,
     "controller": render_controller,
     "communication": render_communication,
+    "costmodel": render_costmodel,
     "indexing": render_indexing,
     "redistribution": render_redistribution,
     "fft": render_fft,

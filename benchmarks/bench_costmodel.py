@@ -1,0 +1,202 @@
+"""The LogGP cost model (`d2o.core.costmodel`) calibrated on this machine and checked
+against runs at 2, 4, 16 and 64 processes (not a test: ``tests/test_costmodel.py`` asserts
+the counts at 1-4 ranks).
+
+Run plainly (``python benchmarks/bench_costmodel.py``) it launches itself under
+``mpiexec -n P`` for P = 2, 4, 16 and 64 (``--counts 2,4`` for others; more ranks than
+cores are oversubscribed: 64 take a few minutes on 2 cores) and writes ``docs/_data/bench/costmodel.json`` (the performance
+page and docs/scaling-model.md show it).  At every P:
+
+* **counts**: each collective's schedule (MPICH's algorithm at that size and P) runs with
+  point-to-point messages (`costmodel.replay`); the messages and bytes the busiest rank
+  sends, counted by d2o's trace at that level and checked on arrival, beside the model's
+  closed forms;
+* **calibration** (ranks 0 and 1): a ping-pong of 8 B ... 4 MiB (the fastest of many round
+  trips: load on the machine only adds time) gives ``L + 2 o`` (the one-way time of 8
+  bytes) and ``G`` (the slope between 1 and 4 MiB); posting a small send, at the fastest,
+  gives ``o``, and a stream of 800 of them the time per message ``g``; ``gamma``: numpy's
+  ``add`` per byte (the reductions' arithmetic);
+* **time**: MPICH's own collectives (mpi4py buffer calls: Allreduce, Bcast, Allgather,
+  Alltoall), each call timed alone, the fastest run, beside the calibrated model, where
+  the cores are not oversubscribed (2 ranks here; the model aims at 2x).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+from _harness import cores, run_or_launch  # noqa: E402  (also puts the repo on sys.path)
+
+from d2o import trace  # noqa: E402
+from d2o.core import costmodel as cm  # noqa: E402
+from d2o.core.comm import default_comm  # noqa: E402
+
+RECORD = "costmodel"  # docs/_data/bench/costmodel.json
+COUNTS = (2, 4, 16, 64)
+KINDS = ("Barrier", "Bcast", "Allreduce", "Allgather", "Allgatherv", "Alltoallv")
+TIMED = (
+    ("Allreduce", (8, 96, 2048, 65536, 1 << 20, 4 << 20)),
+    ("Bcast", (96, 65536, 1 << 20)),
+    ("Allgather", (96, 65536, 1 << 20)),
+    ("Alltoall", (96, 65536, 1 << 20)),
+)
+
+
+def sizes(kind: str, p: int) -> list[int]:
+    """Payloads reaching each of ``kind``'s algorithms, in whole blocks at ``p`` ranks."""
+    unit = 8 * p * cm._pof2(p)
+    return {
+        "Barrier": [0],
+        "Bcast": [96, (12288 // unit + 1) * unit, (1 << 19) // unit * unit + unit],
+        "Allreduce": [96, 2048, (1 << 17) // unit * unit],
+        "Allgather": [96, 8192, 1 << 17],
+        "Allgatherv": [p * 800, p * 8 * 20000],
+        "Alltoallv": [8 * (p - 1) * 100],
+    }[kind]
+
+
+def counts(comm) -> list[dict]:
+    """The replayed schedules' traffic beside the model's, per collective and size."""
+    p, rows = comm.size, []
+    for kind in KINDS:
+        for n in sizes(kind, p):
+            with trace() as t:
+                messages, sent, got = cm.replay(comm, kind, n)
+            traced = (sum(t.peers), t.bytes_sent, t.bytes_received) == (messages, sent, got)
+            c = cm.cost(
+                kind, n, p, cm.NETWORKS["InfiniBand HDR"], (p - 1) if kind == "Alltoallv" else -1
+            )
+            most = (comm.allreduce(messages, "max"), comm.allreduce(sent, "max"))
+            rows.append(dict(kind=kind, bytes=n, algorithm=c.algorithm, messages=most[0],
+                             sent=most[1], model_messages=c.messages, model_sent=c.bytes,
+                             delivered=comm.allreduce(sent) == comm.allreduce(got),
+                             traced=comm.allreduce(traced, "min"),
+                             match=most == (c.messages, c.bytes)))  # fmt: skip
+    return rows
+
+
+def calibrate(comm, name: str = "this machine") -> cm.Network:
+    """LogGP parameters between ranks 0 and 1 (the others wait), broadcast from rank 0."""
+    mpi = comm.mpi
+    ping = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20]
+    times, o, g = [], 0.0, 0.0
+    if comm.rank < 2:
+        peer = 1 - comm.rank
+        for n in ping:
+            buf = np.zeros(n, np.uint8)
+            best = math.inf  # the fastest round trip: a loaded machine only adds time
+            for _ in range(400 if n < 65536 else 40):
+                t0 = time.perf_counter()
+                if comm.rank == 0:
+                    mpi.Send(buf, dest=peer, tag=7)
+                    mpi.Recv(buf, source=peer, tag=7)
+                else:
+                    mpi.Recv(buf, source=peer, tag=7)
+                    mpi.Send(buf, dest=peer, tag=7)
+                best = min(best, (time.perf_counter() - t0) / 2)
+            times.append(best)
+        small, reps = np.zeros(8, np.uint8), 800
+        if comm.rank == 0:
+            reqs, o = [], math.inf
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                t1 = time.perf_counter()
+                reqs.append(mpi.Isend(small, dest=peer, tag=8))
+                o = min(o, time.perf_counter() - t1)
+            mpi.Recv(small, source=peer, tag=9)
+            g = (time.perf_counter() - t0) / reps
+            type(reqs[0]).Waitall(reqs)
+        else:
+            for _ in range(reps):
+                mpi.Recv(small, source=peer, tag=8)
+            mpi.Send(small, dest=peer, tag=9)
+    fit = None
+    if comm.rank == 0:  # L + 2 o: the smallest message; G: the slope between the largest two
+        a, b = np.zeros(1 << 20), np.ones(1 << 20)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            np.add(a, b, out=b)
+        gamma = (time.perf_counter() - t0) / 20 / a.nbytes
+        fit = (times[0], (times[-1] - times[-2]) / (ping[-1] - ping[-2]), o, g, gamma)
+    base, G, o, g, gamma = comm.bcast(fit)
+    o = min(o, base / 2)
+    return cm.Network(name, L=base - 2 * o, o=o, g=max(g, o), G=max(G, 1e-13), gamma=gamma,
+                      source="benchmarks/bench_costmodel.py")  # fmt: skip
+
+
+def _native(comm, kind: str, n: int):
+    """The mpi4py buffer call of ``kind`` with ``n`` bytes per rank (per peer: Alltoall)."""
+    mpi, p = comm.mpi, comm.size
+    if kind == "Allreduce":
+        a, b = np.ones(n // 8), np.empty(n // 8)
+        return lambda: mpi.Allreduce(a, b)
+    if kind == "Bcast":
+        a = np.ones(n, np.uint8)
+        return lambda: mpi.Bcast(a, root=0)
+    if kind == "Allgather":
+        a, b = np.ones(n, np.uint8), np.empty(n * p, np.uint8)
+        return lambda: mpi.Allgather(a, b)
+    a, b = np.ones(n * p, np.uint8), np.empty(n * p, np.uint8)
+    return lambda: mpi.Alltoall(a, b)
+
+
+def timing(comm, net: cm.Network) -> list[dict]:
+    """MPICH's collectives, each call timed alone after a barrier (the fastest of many runs
+    on each rank, the slowest rank's), beside the model."""
+    rows = []
+    for kind, ns in TIMED:
+        for n in ns:
+            fn = _native(comm, kind, n)
+            best = math.inf  # each call timed alone; its fastest run on each rank
+            for _ in range(200 if n <= 65536 else 30):
+                comm.mpi.Barrier()
+                t0 = time.perf_counter()
+                fn()
+                best = min(best, time.perf_counter() - t0)
+            best = comm.allreduce(best, "max")
+            model = "Alltoallv" if kind == "Alltoall" else kind
+            pay = n * (comm.size - 1) if kind == "Alltoall" else n
+            pred = cm.cost(model, pay, comm.size, net).time
+            rows.append(dict(kind=kind, bytes=n, measured_s=best, model_s=pred,
+                             ratio=pred / best if best else None))  # fmt: skip
+    return rows
+
+
+def measure() -> dict:
+    comm = default_comm()
+    p = comm.size
+    rows = counts(comm)
+    over = p > cores()
+    net = calibrate(comm) if not over else cm.Network("not measured", 0.0, 0.0, 0.0, 0.0)
+    times = timing(comm, net) if not over else []  # oversubscribed: counts only
+    if comm.rank == 0:
+        print(f"\n{p} ranks{' (oversubscribed)' if over else ''}: L = {net.L * 1e6:.2f} us, "
+              f"o = {net.o * 1e6:.2f} us, g = {net.g * 1e6:.2f} us, "
+              f"G = {net.G * 1e9:.3f} ns/B, gamma = {net.gamma * 1e9:.3f} ns/B")  # fmt: skip
+        for r in rows:
+            print(f"  {r['kind']:10} {r['bytes']:>8} B  {r['algorithm']:28} messages "
+                  f"{r['messages']} (model {r['model_messages']}), bytes {r['sent']} "
+                  f"(model {r['model_sent']:.0f}) {'ok' if r['match'] else 'DIFFERENT'}")  # fmt: skip
+        for r in times:
+            print(f"  {r['kind']:10} {r['bytes']:>8} B  measured {r['measured_s'] * 1e6:9.1f} us"
+                  f"  model {r['model_s'] * 1e6:9.1f} us  model/measured {r['ratio']:.2f}")  # fmt: skip
+    return {
+        "network": {k: getattr(net, k) for k in ("L", "o", "g", "G", "gamma")},
+        "oversubscribed": over,
+        "counts": rows,
+        "timing": times,
+    }
+
+
+def _counts_argument() -> tuple:
+    for i, arg in enumerate(sys.argv):
+        if arg == "--counts" and i + 1 < len(sys.argv):
+            return tuple(int(c) for c in sys.argv[i + 1].split(","))
+    return COUNTS
+
+
+if __name__ == "__main__":
+    run_or_launch(__file__, measure, counts=_counts_argument(), name=RECORD)
