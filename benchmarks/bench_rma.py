@@ -3,7 +3,9 @@ processes: the bandwidth of a get and a put of a 1 MiB patch held by the other r
 latency of an 8-byte get and of ``fetch_and_add``, and ``Send``/``Recv`` of the same bytes
 (one way; the latency is half a ping-pong), all in one run.  Also the time of an 8-byte
 get while the target computes in numpy for 1 s outside MPI (the window's memory comes from
-``MPI_Win_allocate``, so inside a node the origin copies it itself).
+``MPI_Win_allocate``, so inside a node the origin copies it itself), and the get, put and
+8-byte get again through MPI calls (``x.window(shared=False)``, the way to ranks on other
+nodes) where the default window loads and stores the target's memory.
 
 Run plainly (``python benchmarks/bench_rma.py``) it launches itself under ``mpiexec -n 2``
 and writes ``docs/_data/bench/rma.json``; ``mpiexec -n 2 python benchmarks/bench_rma.py``
@@ -61,6 +63,14 @@ def measure() -> dict:
             w.get((rows, 2))
             out["get_8b_busy_target_s"] = time.perf_counter() - t0
         comm.barrier()
+    # the same through MPI_Get / MPI_Put (what a rank on another node gets)
+    with x.window(shared=False) as w:
+        comm.barrier()
+        if me == 0:
+            out["get_1mib_mpi_s"] = _median(lambda: w.get(theirs), 20)
+            out["put_1mib_mpi_s"] = _median(lambda: (w.put(theirs, 2.0), w.flush()), 20)
+            out["get_8b_mpi_s"] = _median(lambda: w.get((rows, 0)), 2000)
+        comm.barrier()
     # Send/Recv of the same bytes: one way (1 MiB), ping-pong (8 bytes)
     big, small = np.zeros(MIB // 8), np.zeros(1)
 
@@ -92,6 +102,11 @@ def measure() -> dict:
         print(
             f"8 bytes: get {out['get_8b_s'] * 1e6:.1f} us, fetch_and_add "
             f"{out['fetch_and_add_s'] * 1e6:.1f} us, Send/Recv latency {pp / 2 * 1e6:.1f} us"
+        )
+        print(
+            f"MPI calls (shared=False): get {gbs(out['get_1mib_mpi_s']):.2f} GB/s, "
+            f"put {gbs(out['put_1mib_mpi_s']):.2f} GB/s, 8-byte get "
+            f"{out['get_8b_mpi_s'] * 1e6:.1f} us"
         )
         print(
             f"8-byte get while the target computes for 1 s: "

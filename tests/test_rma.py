@@ -4,6 +4,8 @@ of ranks.  No timing: every rank reaches each closing collective."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from _helpers import Checks, layouts, make, sample
@@ -44,14 +46,20 @@ def _cases(ndims=(1, 2, 3)):
             yield SHAPES[ndim], strategy, axis
 
 
+#: both ways to a target on this node: loads and stores on its memory, and MPI calls
+#: (the way to targets on other nodes)
+SHARED = [pytest.param(True, id="shared"), pytest.param(False, id="mpi")]
+
+
+@pytest.mark.parametrize("shared", SHARED)
 @pytest.mark.parametrize("dtype", ["int64", "float64", "complex128"])
-def test_get_from_a_subset_of_ranks(comm, dtype):
+def test_get_from_a_subset_of_ranks(comm, dtype, shared):
     check = Checks()
     for shape, strategy, axis in _cases():
         a = sample(shape, dtype)
         x = make(a, strategy, axis)
         rng = np.random.default_rng(comm.rank + 10)
-        with x.window() as w:
+        with x.window(shared=shared) as w:
             if comm.rank % 2 == 0:  # the others do nothing at all
                 for _ in range(4):
                     key = _key(rng, shape)
@@ -63,8 +71,9 @@ def test_get_from_a_subset_of_ranks(comm, dtype):
     check.done()
 
 
+@pytest.mark.parametrize("shared", SHARED)
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
-def test_put_by_one_rank_at_a_time(comm, dtype):
+def test_put_by_one_rank_at_a_time(comm, dtype, shared):
     """Each round one rank puts into a random region; after a flush and a barrier every
     rank reads the whole array; at close every holder (replicas too) has it."""
     check = Checks()
@@ -72,7 +81,7 @@ def test_put_by_one_rank_at_a_time(comm, dtype):
         a = sample(shape, dtype)
         x = make(a, strategy, axis)
         rng = np.random.default_rng(5)  # the same keys on every rank
-        with x.window() as w:
+        with x.window(shared=shared) as w:
             for turn in range(3):
                 key = _key(rng, shape)
                 vals = sample(np.empty(shape)[key].shape, dtype, seed=turn + 1)
@@ -140,8 +149,9 @@ def _elements(rng: np.random.Generator, shape: tuple) -> tuple:
     return tuple(rng.integers(-n, n, 9) for n in shape)
 
 
+@pytest.mark.parametrize("shared", SHARED)
 @pytest.mark.parametrize("dtype", ["int64", "float64"])
-def test_element_lists(comm, dtype):
+def test_element_lists(comm, dtype, shared):
     """gather from every rank; scatter_acc from every rank at once, repeated elements
     included (they add each value); scatter by one rank."""
     check = Checks()
@@ -150,7 +160,7 @@ def test_element_lists(comm, dtype):
         x = make(a, strategy, axis)
         alls = [_elements(np.random.default_rng(r + 40), shape) for r in range(comm.size)]
         mine = alls[comm.rank]
-        with x.window() as w:
+        with x.window(shared=shared) as w:
             check.true(np.array_equal(w.gather(mine), a[mine]), (strategy, axis, "gather"))
             comm.barrier()  # every rank read before anyone adds
             w.scatter_acc(mine, np.arange(9) % 4 + comm.rank)
@@ -208,11 +218,12 @@ def test_compare_and_swap_lock(comm, dtype):
         collective_assert(last == winner + 1, (strategy, axis, last, winner))
 
 
-def test_zero_d_and_empty(comm):
+@pytest.mark.parametrize("shared", SHARED)
+def test_zero_d_and_empty(comm, shared):
     check = Checks()
     for strategy, axis in layouts(0):
         x = make(np.array(3.5), strategy, axis)
-        with x.window() as w:
+        with x.window(shared=shared) as w:
             check.true(w.get(()) == 3.5, "0-d get")
             comm.barrier()  # every rank read before rank 0 adds
             if comm.rank == 0:
@@ -221,7 +232,7 @@ def test_zero_d_and_empty(comm):
     for strategy, axis in layouts(2):
         a = np.zeros((0, 3))
         x = make(a, strategy, axis)
-        with x.window() as w:
+        with x.window(shared=shared) as w:
             check.true(w.get((slice(None), 1)).shape == (0,), strategy)
             w.put(..., 1.0)
         check.equal(x, a, what=strategy)
@@ -263,13 +274,17 @@ def test_bad_input_raises_on_the_calling_rank_only(comm):
         w.close()  # closing again does nothing
 
 
-def test_trace_moves_only_the_patch(comm):
-    """A get or put of a patch held by another rank moves exactly its bytes, one call."""
+@pytest.mark.parametrize("shared", SHARED)
+def test_trace_moves_only_the_patch(comm, shared):
+    """A get or put of a patch held by another rank moves exactly its bytes, one call: a
+    copy on the target's memory (the tests run on one node), or one MPI call with
+    ``shared=False``; so does a one-element get (its 8 bytes)."""
     a = sample((8, 6), "float64")
     x = make(a, "equal", 0)
     owner = comm.size - 1
     rows = x.distributor.region(owner)[0]
-    with x.window() as w:
+    get, put = ("Get (load)", "Put (store)") if shared else ("Get", "Put")
+    with x.window(shared=shared) as w:
         if comm.rank == 0:
             with d2o.trace() as t:
                 got = w.get((slice(*rows), slice(1, 5)))
@@ -282,10 +297,93 @@ def test_trace_moves_only_the_patch(comm):
                 w.put((slice(*rows), slice(1, 5)), 2.0)
                 w.flush()
             ok = ok and t2.bytes_sent == (n if remote else 0) and t2.bytes_received == 0
-            collective_assert(ok, (t.calls, t2.calls))
+            with d2o.trace() as t3:
+                one = w.get((rows[0], 5))  # (not among the columns put)
+            ok = ok and one == a[rows[0], 5] and t3.bytes_received == (8 if remote else 0)
+            ok = ok and t3.bytes_sent == 0 and t3.collectives == (1 if remote else 0)
+            kinds = {c[1] for c in t.calls + t2.calls + t3.calls if c[2] or c[3]}
+            ok = ok and kinds == ({get, put} if remote else set())
+            collective_assert(ok, (t.calls, t2.calls, t3.calls))
         else:
             collective_assert(True)
             collective_assert(True)
+
+
+@pytest.mark.parametrize("shared", SHARED)
+@pytest.mark.parametrize("dtype", ["int32", "float64", "complex128", "bool"])
+def test_one_element_keys(comm, dtype, shared):
+    """One integer per axis (Python or numpy integers, negative ones too): get, put of a
+    scalar, fetch_and_add and compare_and_swap on every layout, as numpy."""
+    check = Checks()
+    for shape, strategy, axis in _cases():
+        a = sample(shape, dtype)
+        x = make(a, strategy, axis)
+        rng = np.random.default_rng(comm.rank + 60)
+        with x.window(shared=shared) as w:
+            for _ in range(6):
+                key = tuple(int(rng.integers(-n, n)) for n in shape)
+                key = key if rng.random() < 0.5 else tuple(np.int64(k) for k in key)
+                got = w.get(key)
+                check.true(got == a[key] and type(got) is type(a[key]), (strategy, key))
+            if len(shape) == 1:
+                check.true(w.get(-1) == a[-1] and w.get(int(shape[0] // 2)) == a[shape[0] // 2])
+            comm.barrier()  # every rank read before anyone writes
+            # each rank writes one element of its own (when there are enough)
+            flat = np.random.default_rng(7).permutation(a.size)[: comm.size]
+            keys = [tuple(int(i) for i in np.unravel_index(f, shape)) for f in flat]
+            vals = sample((len(keys),), dtype, seed=8)
+            if comm.rank < len(keys):
+                w.put(keys[comm.rank], vals[comm.rank])
+                w.flush()
+            for k, v in zip(keys, vals):
+                a[k] = v
+            comm.barrier()
+            check.true(np.array_equal(w.get(...), a), (strategy, axis, "puts"))
+            comm.barrier()  # every rank read before the counters move
+            if dtype != "bool":
+                where = tuple(n - 1 for n in shape)
+                old = w.fetch_and_add(where, 1)
+                w.flush()
+                comm.barrier()
+                olds = comm.allgather(old)
+                want = sorted(a[where] + np.arange(comm.size).astype(dtype))
+                check.true(sorted(olds) == want, (strategy, axis, olds))
+                a[where] += comm.size
+                if dtype != "complex128":
+                    comm.barrier()
+                    first = tuple(np.int64(0) for _ in shape)
+                    prev = w.compare_and_swap(first, a.flat[0], a.flat[0] + 1)
+                    won = comm.allgather(bool(prev == a.flat[0]))
+                    check.true(sum(won) == 1, (strategy, axis, won))
+                    a.flat[0] += 1
+        check.equal(x, a, what=f"{strategy} {axis}")
+    check.done()
+
+
+@pytest.mark.skipif(d2o.default_comm().size == 1, reason="needs a target to keep busy")
+@pytest.mark.parametrize("shared", SHARED)
+def test_get_while_the_target_computes(comm, shared):
+    """A get from a rank that computes in numpy for 1 s (outside MPI) completes within
+    0.1 s: the window's memory is MPI's, so the origin copies it itself."""
+    x = make(np.arange(8.0 * comm.size), "equal", 0)
+    target = comm.size - 1
+    lo = x.distributor.region(target)[0][0]
+    took = 0.0
+    with x.window(shared=shared) as w:
+        if comm.rank == target:
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 1.0:
+                np.sum(np.ones(1000))
+        elif comm.rank == 0:
+            time.sleep(0.1)
+            t0 = time.perf_counter()
+            one, patch = w.get(lo + 1), w.get(slice(lo, lo + 8))
+            took = time.perf_counter() - t0
+            collective_assert(one == lo + 1 and np.array_equal(patch, np.arange(lo, lo + 8.0)))
+        if comm.rank != 0:
+            collective_assert(True)
+    slowest = max(comm.allgather(took))
+    collective_assert(slowest < 0.1, slowest)
 
 
 def _example(name: str):

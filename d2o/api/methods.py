@@ -340,13 +340,14 @@ class NumpyMethods:
 
     # -- one-sided access (d2o.move.rma) ------------------------------------------------------
     @marked(mesh=True, held="native", calls=(_rma.window,))
-    def window(self) -> _rma.Window:
+    def window(self, shared: bool = True) -> _rma.Window:
         """Collective: a window for one-sided ``get``, ``put``, ``accumulate``,
         ``fetch_and_add`` and ``compare_and_swap`` on any region by any rank (a context
         manager; its exit closes it, collectively, and writes its contents into this
         array).  Creating it copies each piece into MPI window memory (no data moves
-        between ranks); see `d2o.move.rma`."""
-        return _rma.window(self)
+        between ranks).  Gets and puts to ranks on the same node are numpy copies on
+        their memory; ``shared=False`` makes them MPI calls too; see `d2o.move.rma`."""
+        return _rma.window(self, shared)
 
     # -- shapes (d2o.ops.shape, d2o.ops.reductions.ravel) -----------------------------------
     @marked(mesh=True, kind="view")

@@ -9,12 +9,26 @@ Measured with MPICH 5.0 on one node, 2 processes, the target in a 1 s numpy loop
 73 us from one made with ``MPI_Win_allocate`` (inside a node MPICH maps that memory
 into every process, and the origin copies itself).
 
+Direct access inside a node: ``MPI_Win_shared_query`` (MPI 4 allows it on any window)
+gives this process the memory of every rank that MPI placed in shared memory (the ranks
+of its node; none on other nodes).  With ``shared=True`` (the default) a get or put to
+such a rank is a numpy copy between that memory and the origin's array, with no MPI call
+but ``MPI_Win_sync`` (the unified memory model's barrier: before a load, so that it sees
+what others completed; in `flush`, so that others see this rank's stores); a one-element
+get is a load.  Targets on other nodes, and every get and put with ``shared=False``, are
+``MPI_Get``/``MPI_Put`` calls.  Accumulates, fetch-and-op and compare-and-swap are
+always MPI calls, to any target: MPI makes them atomic only among its own accumulate
+operations.  Measured at 2 processes on one node (`benchmarks/bench_rma.py`): an
+8-byte get from a shared peer costs a few microseconds of Python, where ``MPI_Get`` and
+``MPI_Win_flush`` took 30-40 us; a 1 MiB get is a ``memcpy``.
+
 Without MPI (``comm.mpi is None``) the window is a numpy buffer and every operation a
 numpy copy: the same results on one process.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,6 +64,27 @@ else:  # pragma: no cover
 _CAS_TYPES = {1: "INT8_T", 2: "INT16_T", 4: "INT32_T", 8: "INT64_T"}
 
 
+def _axis_index(b: list) -> Any:
+    """One axis's (position, length) blocks as a numpy index: a slice where they are one
+    block or evenly spaced single elements, else the positions."""
+    if len(b) == 1:
+        return slice(b[0][0], b[0][0] + b[0][1])
+    if all(n == 1 for _, n in b):
+        step = b[1][0] - b[0][0]
+        if step > 0 and all(b[i + 1][0] - b[i][0] == step for i in range(len(b) - 1)):
+            return slice(b[0][0], b[-1][0] + 1, step)
+    return np.concatenate([np.arange(p, p + n) for p, n in b])
+
+
+def _region(arr: np.ndarray, blocks: list) -> tuple:
+    """The numpy index of ``blocks`` in ``arr`` (basic slices where it can be)."""
+    ix = [_axis_index(b) for b in blocks]
+    if all(isinstance(i, slice) for i in ix):
+        return tuple(ix)
+    return np.ix_(*[np.arange(i.start, i.stop, i.step) if isinstance(i, slice) else i
+                    for i in ix])  # fmt: skip
+
+
 class RawWindow:
     """Collective over ``comm``: ``nbytes`` of window memory on this rank (elements of
     ``dtype``; displacements count elements), opened for passive-target access by every
@@ -57,16 +92,24 @@ class RawWindow:
 
     The operations name a target rank, the C-ordered shape ``sizes`` of the target's
     piece and per axis the ``(position, length)`` blocks of it to move (an MPI subarray
-    or indexed datatype at the target); the origin side is one contiguous array.  They
-    are complete at the target after `flush`.
+    or indexed datatype at the target, or a numpy index of its shared memory); the
+    origin side is one array (contiguous for MPI calls).  They are complete at the
+    target after `flush`.  ``shared``: read and write the ranks whose memory this
+    process can map with numpy copies (see the module); False: MPI calls only.
     """
 
-    __slots__ = ("comm", "dtype", "memory", "_win", "_open")
+    __slots__ = ("comm", "dtype", "memory", "_win", "_open", "_peers", "_shared", "_pending")
 
-    def __init__(self, comm: Comm, nbytes: int, dtype: np.dtype) -> None:
+    def __init__(self, comm: Comm, nbytes: int, dtype: np.dtype, shared: bool = True) -> None:
         self.comm, self.dtype = comm, np.dtype(dtype)
         self._win: Any = None
         self._open = False
+        #: rank -> its window memory as a flat array of ``dtype`` (None: MPI calls only),
+        #: filled as ranks are first accessed
+        self._peers: dict[int, Any] = {}
+        self._shared = False
+        #: origin buffers of puts and accumulates not yet flushed (MPI may read them late)
+        self._pending: list = []
         if comm.mpi is None:
             self.memory = np.zeros(nbytes, dtype=np.uint8)
             return
@@ -78,6 +121,8 @@ class RawWindow:
         self._win = MPI.Win.Allocate(nbytes, self.dtype.itemsize, comm=comm.mpi)
         if _tr.active:
             _tr.note("Win_allocate", 0, 0, comm.size)
+        # direct loads and stores need the unified memory model
+        self._shared = bool(shared) and self._win.model == MPI.WIN_UNIFIED
         if nbytes:
             self.memory = np.frombuffer(self._win.tomemory(), dtype=np.uint8)[:nbytes]
         else:
@@ -88,26 +133,53 @@ class RawWindow:
         memory holds its data: every rank waits for all)."""
         if self._win is not None:
             self._win.Lock_all()
+            self._win.Sync()  # this rank's stores are seen ...
             self.comm.barrier()
+            self._win.Sync()  # ... and it sees everyone's
         self._open = True
 
     def close(self) -> None:
         """Collective: end the epoch and free the memory (views of `memory` die with it)."""
         self._open = False
+        self._peers.clear()
         if self._win is not None:
             self._win.Unlock_all()
+            self._pending.clear()
             self.comm.calls += 1
             self._win.Free()
             self._win = None
             if _tr.active:
                 _tr.note("Win_free", 0, 0, self.comm.size)
 
+    def peer(self, rank: int) -> Any:
+        """``rank``'s window memory as a flat array of ``dtype`` where this process can
+        load and store it directly (shared memory; see the module), else None."""
+        try:
+            return self._peers[rank]
+        except KeyError:
+            pass
+        view = None
+        if self._shared:
+            try:
+                buf, _unit = self._win.Shared_query(rank)
+            except MPI.Exception:  # an MPI without shared_query on this window
+                buf = None
+            if buf is not None and len(buf):
+                view = np.frombuffer(buf, dtype=self.dtype)
+        self._peers[rank] = view
+        return view
+
+    def sync(self) -> None:
+        """``MPI_Win_sync``: this process's loads see what others completed and stores
+        it made are seen (no-op without MPI)."""
+        if self._win is not None:
+            self._win.Sync()
+
     # -- regions ------------------------------------------------------------
     def _local(self, sizes: list, blocks: list) -> tuple:
         """The numpy index of ``blocks`` in this rank's memory (the serial stand-in)."""
         arr = self.memory.view(self.dtype).reshape(sizes)
-        ix = [np.concatenate([np.arange(p, p + n) for p, n in b]) for b in blocks]
-        return arr, (np.ix_(*ix) if ix else ())
+        return arr, (_region(arr, blocks) if blocks else ())
 
     def _target(self, base: Any, sizes: list, blocks: list) -> tuple[list, tuple]:
         """(datatypes to free, the target triple) for ``blocks`` of a piece of ``sizes``."""
@@ -128,11 +200,24 @@ class RawWindow:
         if _tr.active and rank != self.comm.rank:
             _tr.note(kind, sent, received, 2)
 
+    def _shaped(self, view: np.ndarray, sizes: list, blocks: list) -> tuple:
+        """A target's shared memory as its piece's shape, and the index of ``blocks``."""
+        arr = view[: math.prod(sizes)].reshape(sizes)
+        return arr, (_region(arr, blocks) if blocks else ())
+
     def get(self, out: np.ndarray, rank: int, sizes: list, blocks: list) -> None:
-        """Read ``blocks`` of ``rank``'s piece into the contiguous ``out``."""
+        """Read ``blocks`` of ``rank``'s piece into ``out`` (contiguous, unless `peer`
+        gives ``rank``'s memory)."""
         if self._win is None:
             arr, ix = self._local(sizes, blocks)
             out[...] = arr[ix]
+            return
+        view = self.peer(rank)
+        if view is not None:
+            arr, ix = self._shaped(view, sizes, blocks)
+            self._win.Sync()  # see what others completed there
+            out[...] = arr[ix]
+            self._note("Get (load)", rank, 0, out.nbytes)
             return
         base = base_type(self.dtype.itemsize)
         made, target = self._target(base, sizes, blocks)
@@ -148,13 +233,56 @@ class RawWindow:
             arr, ix = self._local(sizes, blocks)
             arr[ix] = values.reshape(np.shape(arr[ix]))
             return
+        view = self.peer(rank)
+        if view is not None:
+            arr, ix = self._shaped(view, sizes, blocks)
+            arr[ix] = values.reshape([sum(n for _, n in b) for b in blocks])
+            self._note("Put (store)", rank, values.nbytes, 0)
+            return
         base = base_type(self.dtype.itemsize)
         made, target = self._target(base, sizes, blocks)
         try:
             self._win.Put([values, values.size, base], rank, target)
         finally:
             free_types(made)
+        self._pending.append(values)
         self._note("Put", rank, values.nbytes, 0)
+
+    def load(self, rank: int, disp: int) -> Any:
+        """Element ``disp`` of ``rank``'s piece, as a numpy scalar (complete at return)."""
+        if self._win is None:
+            return self.memory.view(self.dtype)[disp]
+        view = self.peer(rank)
+        if view is not None:
+            self._win.Sync()
+            self.comm.calls += 1
+            if _tr.active and rank != self.comm.rank:
+                _tr.note("Get (load)", 0, self.dtype.itemsize, 2)
+            return view[disp]
+        out = np.empty(1, dtype=self.dtype)
+        base = base_type(self.dtype.itemsize)
+        self._win.Get([out, 1, base], rank, (disp, 1, base))
+        self._win.Flush(rank)
+        self._note("Get", rank, 0, out.nbytes)
+        return out[0]
+
+    def store(self, value: np.ndarray, rank: int, disp: int) -> None:
+        """Write the one element of ``value`` (an array of ``dtype``) at element ``disp``
+        of ``rank``'s piece; complete at the target after `flush`."""
+        if self._win is None:
+            self.memory.view(self.dtype)[disp] = value[0]
+            return
+        view = self.peer(rank)
+        if view is not None:
+            view[disp] = value[0]
+            self.comm.calls += 1
+            if _tr.active and rank != self.comm.rank:
+                _tr.note("Put (store)", self.dtype.itemsize, 0, 2)
+            return
+        base = base_type(self.dtype.itemsize)
+        self._win.Put([value, 1, base], rank, (disp, 1, base))
+        self._pending.append(value)
+        self._note("Put", rank, value.nbytes, 0)
 
     def accumulate(self, values: np.ndarray, rank: int, sizes: list, blocks: list, op: str) -> None:
         """Combine the contiguous ``values`` into ``blocks`` of ``rank``'s piece with ``op``
@@ -170,6 +298,7 @@ class RawWindow:
             self._win.Accumulate([values, values.size, base], rank, target, _MPI_RMA[op])
         finally:
             free_types(made)
+        self._pending.append(values)
         self._note("Accumulate", rank, values.nbytes, 0)
 
     def fetch_and_op(self, value: np.ndarray, rank: int, disp: int, op: str) -> np.ndarray:
@@ -211,11 +340,13 @@ class RawWindow:
 
     def flush(self, rank: int | None = None) -> None:
         """Complete this rank's operations at ``rank`` (None: at every rank), and make this
-        rank's memory agree with what others wrote into it (``MPI_Win_sync``)."""
+        rank's memory agree with what others wrote into it (``MPI_Win_sync``, which also
+        makes this rank's direct stores into shared memory visible)."""
         if self._win is None:
             return
         if rank is None:
             self._win.Flush_all()
+            self._pending.clear()
         else:
             self._win.Flush(rank)
         self._win.Sync()

@@ -3,8 +3,10 @@ atomic element updates on any region, by any rank, without the owners taking par
 
 ``w = x.window()`` (collective) copies every rank's piece of ``x`` into window memory
 that MPI allocates (`d2o.core.window`; why MPI's memory: see there) and opens a
-passive-target epoch to all ranks.  Until it closes, any subset of ranks may call, at
-any time and independently:
+passive-target epoch to all ranks.  Gets and puts to ranks whose memory MPI shares with
+this process (those of its node) are numpy copies on that memory, a one-element get a
+load; to other ranks, and with ``x.window(shared=False)``, MPI calls.  Until it closes,
+any subset of ranks may call, at any time and independently:
 
 - ``w.get(key)``: the numpy array ``x[key]`` would give, read from its owners;
 - ``w.put(key, values)``: ``x[key] = values`` (values broadcast as numpy does);
@@ -21,10 +23,13 @@ any time and independently:
 Keys: integers, slices (any step), Ellipsis, and one 1-D integer array among slices
 (as numpy).  Each key is split by the layout's own regions (``region(rank)``: slabs,
 process meshes, block-cyclic runs), so each owner is read or written once per call,
-with one MPI call that moves exactly the selected elements (a subarray or indexed
-datatype at the target).  Elements held by several ranks (replicated layouts, replica
-mesh axes) are read and written at one holder, the one that sends them when data moves
-(``source``); the other holders get the final values when the window closes.
+with one copy or one MPI call that moves exactly the selected elements (a numpy index
+of the target's memory, or a subarray or indexed datatype at the target).  A key of one
+integer per axis skips the split: the window remembers, per cell between the layout's
+run bounds, which rank holds it and at what offset.  Elements held by several ranks
+(replicated layouts, replica mesh axes) are read and written at one holder, the one
+that sends them when data moves (``source``); the other holders get the final values
+when the window closes.
 
 Visibility: an operation is complete at its target once the origin has called
 ``w.flush()`` (get, fetch_and_add and compare_and_swap are complete when they return).
@@ -41,6 +46,7 @@ the calling rank only, before anything moves; a closed window raises ValueError.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
@@ -52,9 +58,14 @@ from ..layouts.distributors import as_runs, entry_indices, run_length
 __all__ = ["Window", "window"]
 
 
-def window(obj: Any) -> Window:
-    """Collective: a window over ``obj``'s pieces for one-sided access (see the module)."""
-    return Window(obj)
+def window(obj: Any, shared: bool = True) -> Window:
+    """Collective: a window over ``obj``'s pieces for one-sided access (see the module;
+    ``shared=False``: every get and put an MPI call, even inside a node)."""
+    return Window(obj, shared)
+
+
+#: cells of one-element keys remembered per window (`Window._point`)
+_CELLS = 4096
 
 
 def _runs(entry: tuple) -> list:
@@ -136,9 +147,10 @@ class Window:
     """One-sided access to a distributed array's pieces (see the module); made by
     ``x.window()``."""
 
-    __slots__ = ("_obj", "_dist", "_raw", "_dtype", "_targets", "_mine", "_closed", "local")
+    __slots__ = ("_obj", "_dist", "_raw", "_dtype", "_targets", "_mine", "_closed", "local",
+                 "_shape", "_cuts", "_cells")  # fmt: skip
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: Any, shared: bool = True) -> None:
         d = obj.distributor
         c = d.comm
         self._obj, self._dist, self._dtype = obj, d, np.dtype(obj.dtype)
@@ -153,9 +165,20 @@ class Window:
             if math.prod(sizes) == 0 and box:
                 continue
             self._targets.append((r, sizes, [_runs(e) for e in box]))
+        # one-element keys: per axis the sorted run bounds of every holder; between two
+        # bounds of every axis (a cell) one holder holds every element, at a fixed
+        # offset from its flat position (`_point` caches that per cell as it meets it)
+        self._shape = tuple(d.global_shape)
+        cuts: list = [set() for _ in self._shape]
+        for _r, _sizes, runs in self._targets:
+            for bounds, rows in zip(cuts, runs):
+                for lo, hi, _pos in rows:
+                    bounds.update((lo, hi))
+        self._cuts = [sorted(c) for c in cuts]
+        self._cells: dict = {}
         self._mine = d.source(c.rank) is not None
         n = obj.data.size if self._mine else 0
-        self._raw = RawWindow(c, n * self._dtype.itemsize, self._dtype)
+        self._raw = RawWindow(c, n * self._dtype.itemsize, self._dtype, shared)
         self.local = self._raw.memory.view(self._dtype)
         if self._mine:
             self.local = self.local.reshape(obj.data.shape)
@@ -187,6 +210,7 @@ class Window:
         raw, obj, d = self._raw, self._obj, self._dist
         raw.flush()
         d.comm.barrier()  # every rank's operations are complete everywhere
+        raw.sync()  # this rank's loads see them
         if self._mine:
             obj.data[...] = self.local
         elif obj.data.size:
@@ -201,6 +225,55 @@ class Window:
     def _check(self) -> None:
         if self._closed:
             raise ValueError("operation on a closed window")
+
+    def _point(self, key: Any) -> tuple[int, int] | None:
+        """(holder rank, flat position in its piece) where ``key`` is one integer per axis
+        within bounds; None for any other key (`_plan` resolves it, or raises)."""
+        shape = self._shape
+        if type(key) is not tuple:
+            if len(shape) != 1 or type(key) is not int:
+                return None
+            key = (key,)
+        if len(key) != len(shape):
+            return None
+        idx = []
+        for k, n in zip(key, shape):
+            if type(k) is not int:
+                if not isinstance(k, np.integer):
+                    return None
+                k = int(k)
+            if k < 0:
+                k += n
+            if not 0 <= k < n:
+                return None
+            idx.append(k)
+        cell = tuple([bisect_right(c, k) for c, k in zip(self._cuts, idx)])
+        hit = self._cells.get(cell)
+        if hit is None:
+            hit = self._cell(idx, cell)
+        r, flat, strides = hit
+        for k, s in zip(idx, strides):
+            flat += k * s
+        return r, flat
+
+    def _cell(self, idx: list, cell: tuple) -> tuple:
+        """(holder, offset, strides) of the cell of the element ``idx``: its flat position
+        in the holder's piece is offset + the dot product of ``idx`` and strides."""
+        for r, sizes, runs in self._targets:
+            shift = []
+            for k, rows in zip(idx, runs):
+                found = [pos - lo for lo, hi, pos in rows if lo <= k < hi]
+                if not found:
+                    break
+                shift.append(found[0])
+            else:
+                strides = [math.prod(sizes[a + 1 :]) for a in range(len(sizes))]
+                hit = (r, sum(a * b for a, b in zip(shift, strides)), strides)
+                if len(self._cells) >= _CELLS:
+                    self._cells.clear()
+                self._cells[cell] = hit
+                return hit
+        raise IndexError("element not held by any rank")  # pragma: no cover
 
     def _plan(self, key: Any) -> _Plan:
         """Resolve ``key`` (numpy's IndexError for a bad one)."""
@@ -299,6 +372,9 @@ class Window:
             if self._whole(sel, shape):
                 self._raw.get(block, r, sizes, blocks)
                 continue
+            if self._raw.peer(r) is not None and all(isinstance(s, slice) for s in sel):
+                self._raw.get(block[tuple(sel)], r, sizes, blocks)  # straight into place
+                continue
             buf = np.empty(tuple(_size(s) for s in sel), dtype=self._dtype)
             self._raw.get(buf, r, sizes, blocks)
             block[_ix(sel)] = buf
@@ -319,8 +395,8 @@ class Window:
     def _block(self, plan: _Plan, v: np.ndarray, ufunc: Any) -> np.ndarray:
         """The block of unique indices from the key's values (repeated indices: the last
         value, or the values combined with ``ufunc``)."""
-        if plan.plain:
-            return np.ascontiguousarray(v.reshape(plan.block_shape))
+        if plan.plain:  # (`_send` makes it contiguous where an MPI call sends it)
+            return v.reshape(plan.block_shape)
         ix = plan.outer()
         vv = v.reshape(tuple(u.size if i is None else i.size
                              for u, i in zip(plan.uniq, plan.inverse)))  # fmt: skip
@@ -344,7 +420,9 @@ class Window:
     def _send(self, plan: _Plan, block: np.ndarray, op: str | None) -> None:
         shape = plan.block_shape
         for r, sizes, blocks, sel in self._pieces(plan):
-            buf = block if self._whole(sel, shape) else np.ascontiguousarray(block[_ix(sel)])
+            buf = block if self._whole(sel, shape) else block[_ix(sel)]
+            if op is not None or self._raw.peer(r) is None:  # an MPI call sends it
+                buf = np.ascontiguousarray(buf)
             if op is None:
                 self._raw.put(buf, r, sizes, blocks)
             else:
@@ -353,12 +431,25 @@ class Window:
     # -- the operations ---------------------------------------------------------
     def get(self, key: Any = ()) -> np.ndarray:
         """One-sided: ``x[key]`` as a numpy array, read from its owners (complete at return)."""
+        if self._closed:
+            raise ValueError("operation on a closed window")
+        hit = self._point(key)
+        if hit is not None:  # one element: a load or one MPI_Get
+            return self._raw.load(hit[0], hit[1])
         plan = self._plan(key)
         out = self._fetch(plan)
         return out[()] if out.ndim == 0 else out
 
     def put(self, key: Any, values: Any) -> None:
         """One-sided: ``x[key] = values``; complete at the owners after `flush`."""
+        if self._closed:
+            raise ValueError("operation on a closed window")
+        hit = self._point(key)
+        if hit is not None:
+            v = np.asarray(values)
+            if v.ndim == 0:  # one element: a store or one MPI_Put
+                self._raw.store(v.astype(self._dtype, copy=False).reshape(1), hit[0], hit[1])
+                return
         plan = self._plan(key)
         v = self._values(plan, values)
         self._send(plan, self._block(plan, v, None), None)
@@ -383,6 +474,10 @@ class Window:
 
     def _element(self, index: Any) -> tuple[int, int]:
         """(holder rank, flat position in its piece) of the element at ``index``."""
+        self._check()
+        hit = self._point(index)
+        if hit is not None:
+            return hit
         plan = self._plan(index)
         if plan.shape:
             raise IndexError("an element index needs one integer per axis")

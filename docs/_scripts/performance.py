@@ -780,6 +780,12 @@ def render_rma(doc: dict) -> str:
          f"{r['sendrecv_8b_latency_s'] * 1e6:.1f}"],
     ]  # fmt: skip
     out = table(["2 processes", "get", "put", "fetch_and_add", "Send/Recv"], rows, "lrrrr")
+    if "get_1mib_mpi_s" in r:  # recorded since the gets and puts inside a node are copies
+        out += (
+            f"\nThrough MPI calls (`x.window(shared=False)`, as to a rank on another node): "
+            f"1 MiB get {gbs(r['get_1mib_mpi_s'])} GB/s, put {gbs(r['put_1mib_mpi_s'])} GB/s, "
+            f"8-byte get {r['get_8b_mpi_s'] * 1e6:.1f} µs.\n"
+        )
     out += (
         f"\nAn 8-byte get while the target computes in numpy for 1 s: "
         f"{r['get_8b_busy_target_s'] * 1e3:.2f} ms.\n"
