@@ -310,3 +310,24 @@ def test_eigh_moves_no_whole_matrix_and_memory_is_O_N_over_P():
     share = x.data.nbytes
     _, peak = traced_peak(lambda _: dnp.linalg.eigh(x))
     collective_assert(peak <= 12 * share + 64 * 1024, f"peak {peak} for a share of {share}")
+
+
+def test_cho_solve_scaled_residual_and_a_larger_eigh():
+    """HPL's scaled residual ||A x - b||_inf / (||A||_inf ||x||_inf n eps) < 16 for a solve
+    through the distributed Cholesky factor (n = 160, default mesh from row slabs), and
+    eigh of n = 72 against numpy."""
+    n = 160
+    a = spd(n, "float64", 9)
+    full = np.tril(a) + np.tril(a, -1).T
+    b = np.random.default_rng(9).standard_normal(n)
+    lfac = dnp.linalg.cholesky(make(a, "equal", 0))
+    x = chol.cho_solve(lfac, b).get_full_data()
+    eps = np.finfo(float).eps
+    r = np.abs(full @ x - b).max() / (np.abs(full).sum(1).max() * np.abs(x).max() * n * eps)
+    collective_assert(r < 16, f"scaled residual {r}")
+    check = Checks()
+    h = hermitian(72, "float64", 4)
+    res = dnp.linalg.eigh(make(h, "equal", 1))
+    _check_eigh(check, h, res.eigenvalues.get_full_data(), res.eigenvectors.get_full_data(),
+                "L", "float64", "n=72")  # fmt: skip
+    check.done()
