@@ -1,7 +1,8 @@
 """``d2o.numpy.linalg``: the linear algebra of distributed arrays.
 
 ``norm`` (every ``ord`` and ``axis`` numpy supports: reductions of the pieces),
-``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and ``lstsq`` of tall matrices split along their rows (TSQR); every other
+``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and ``lstsq`` of tall matrices split along their rows (TSQR); ``cholesky``,
+``eigh`` and ``eigvalsh`` (`d2o.numpy.linalg_sym`: meshes, block Jacobi); every other
 function takes the bounded fallback (its operands gathered up to the ``fallback_limit``
 option, NotImplementedError above it) until it has a distributed algorithm.
 """
@@ -22,6 +23,7 @@ from ..core.registry import operation
 from ..ops.axislocal import fallback as _fallback
 from ..ops.creation import asarray
 from ..ops.joining import squeeze
+from .linalg_sym import cholesky, eigh, eigvalsh  # noqa: F401 - distributed, not fallbacks
 
 QRResult = _namedtuple("QRResult", "Q R")
 
@@ -128,7 +130,7 @@ def _fallback_for(name: str):
 
 def _install() -> list:
     g = globals()
-    names = ["norm", "qr", "lstsq"]
+    names = ["norm", "qr", "lstsq", "cholesky", "eigh", "eigvalsh"]
     for n in dir(_np.linalg):
         if n.startswith("_") or n in g:
             continue

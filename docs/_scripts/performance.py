@@ -596,6 +596,21 @@ def render_fft(doc: dict) -> str:
     return table(head, rows, "ll" + "r" * 4) + quick_note(doc)
 
 
+def render_linalg_sym(doc: dict) -> str:
+    rows = []
+    for n, r in by_count(doc).items():
+        for size, v in r["cholesky"].items():
+            rows.append(["`cholesky`", n, size, ms(v["d2o_s"]), ms(v["numpy_s"]),
+                         times(v["numpy_s"] / v["d2o_s"]),
+                         f"{nbytes(v['bytes'])} ({nbytes(v['model'])})"])  # fmt: skip
+        for size, v in r["eigh"].items():
+            rows.append(["`eigh`", n, size, ms(v["d2o_s"]), ms(v["numpy_s"]),
+                         times(v["numpy_s"] / v["d2o_s"]), f"{v['sweeps']} sweeps"])  # fmt: skip
+    head = ["function", "processes", "n", "d2o ms", "numpy, 1 process ms", "speed-up",
+            "moved (model)"]  # fmt: skip
+    return table(head, rows, "lll" + "r" * 4) + quick_note(doc)
+
+
 def render_wiener(doc: dict) -> str:
     runs = by_count(doc)
     counts = list(runs)
@@ -938,6 +953,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "io": render_io,
     "safety": render_safety,
     "rma": render_rma,
+    "linalg_sym": render_linalg_sym,
     "modes": render_modes,
     "random": render_random,
     "scaling": render_scaling,
