@@ -22,6 +22,7 @@ from ..core.registry import operation
 from ..ops.axislocal import fallback as _fallback
 from ..ops.creation import asarray
 from ..ops.joining import squeeze
+from .linalg_lu import SlogdetResult, det, inv, slogdet, solve  # noqa: F401
 
 QRResult = _namedtuple("QRResult", "Q R")
 
@@ -128,7 +129,7 @@ def _fallback_for(name: str):
 
 def _install() -> list:
     g = globals()
-    names = ["norm", "qr", "lstsq"]
+    names = ["norm", "qr", "lstsq", "solve", "inv", "det", "slogdet"]
     for n in dir(_np.linalg):
         if n.startswith("_") or n in g:
             continue
@@ -211,4 +212,4 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
 
 
 _FUNCTIONS = _install()
-__all__ = [*_FUNCTIONS, "QRResult"]
+__all__ = [*_FUNCTIONS, "QRResult", "SlogdetResult"]
