@@ -6,7 +6,7 @@ by mesh axis 1 (``d2o.layout(mesh, split=(0, 1), block=(mb, nb))``, any mesh sha
 block sizes, square or not); a 1-axis mesh splitting rows block-cyclically counts as
 ``P x 1``.  Any other layout (slabs, replicated, plain block meshes, views) is first
 redistributed ONCE to the default (`default_layout`: the balanced mesh of
-``dims_create(P, 2)`` with square blocks of ``min(64, ceil(n / (2 max(pr, pc))))``); the
+``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(64, ceil(n / (2 pc)))``); the
 trace shows that redistribution as one exchange (``Alltoallw``) of the operand.
 
 Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 64 wide
@@ -64,9 +64,11 @@ _CHUNK = 1 << 21
 
 
 def default_layout(comm: Any, n: int) -> Any:
-    """The block-cyclic mesh LU redistributes other layouts to: ``dims_create(P, 2)`` ranks,
-    square blocks of ``min(64, ceil(n / (2 max(pr, pc))))`` (at least 1); local."""
-    pr, pc = dims_create(comm.size, 2)
+    """The block-cyclic mesh LU redistributes other layouts to: ``dims_create(P, 2)`` ranks
+    with the shorter side along the rows (``pr <= pc``, as HPL advises: the pivot search,
+    one collective per column among ``pr`` ranks, is on the critical path), square blocks
+    of ``min(64, ceil(n / (2 pc)))`` (at least 1); local."""
+    pc, pr = dims_create(comm.size, 2)
     b = max(1, min(DEFAULT_BLOCK, -(-n // (2 * max(pr, pc)))))
     return layout((pr, pc), (0, 1), b, comm)
 
@@ -169,6 +171,42 @@ def _panel(P: np.ndarray, rows: np.ndarray, c0: int, g: _Grid, wide: np.dtype) -
     return meta
 
 
+def _rgetrf(A: np.ndarray, j0: int, j1: int, piv: np.ndarray) -> None:
+    """Recursive LU with partial pivoting of columns ``j0:j1`` of a panel held whole on
+    this rank (``A``'s row ``j`` is the panel's column ``j``'s diagonal row); swaps span
+    the panel's width.  Halves meet in GEMMs; columns of 8 or fewer go one by one."""
+    if j1 - j0 <= 8:
+        cplx = A.dtype.kind == "c"
+        for j in range(j0, j1):
+            col = A[j:, j]
+            mag = np.abs(col.real) + np.abs(col.imag) if cplx else np.abs(col)
+            i = j + int(np.argmax(mag))
+            piv[j] = i
+            if i != j:
+                A[[j, i]] = A[[i, j]]
+            if A[j, j] != 0:
+                A[j + 1 :, j] /= A[j, j]
+            if j + 1 < j1:
+                A[j + 1 :, j + 1 : j1] -= np.outer(A[j + 1 :, j], A[j, j + 1 : j1])
+        return
+    h = (j0 + j1) // 2
+    _rgetrf(A, j0, h, piv)
+    A[j0:h, h:j1] = _unit_lower_inverse(A[j0:h, j0:h]) @ A[j0:h, h:j1]
+    A[h:, h:j1] -= A[h:, j0:h] @ A[j0:h, h:j1]
+    _rgetrf(A, h, j1, piv)
+
+
+def _local_panel(P: np.ndarray, c0: int, wide: np.dtype) -> np.ndarray:
+    """`_panel` for a mesh column of one rank (``pr == 1``): no communication at all."""
+    w = P.shape[1]
+    piv = np.empty(w, dtype=np.intp)
+    _rgetrf(P, 0, w, piv)
+    meta = np.empty(2 * w, dtype=wide)
+    meta[:w] = piv + c0
+    meta[w:] = np.diagonal(P)[:w]
+    return meta
+
+
 def _swap(work: np.ndarray, g: _Grid, c0: int, piv: np.ndarray) -> None:
     """Apply a panel's row swaps to every local column: one ``Alltoallv`` in the mesh
     column of the rows changing rank (none when no row moves)."""
@@ -225,8 +263,12 @@ def _step(work: np.ndarray, g: _Grid, c0: int, c1: int, owner: int, out: tuple) 
     mine = g.me_col == owner
     lc0 = int(np.searchsorted(gc, c0))
     if mine:
-        P = work[r0:, lc0 : lc0 + w].copy()
-        meta = _panel(P, gr[r0:], c0, g, wide)
+        P = np.array(work[r0:, lc0 : lc0 + w], order="F")  # column work: contiguous columns
+        if g.col_comm.size == 1:
+            meta = _local_panel(P, c0, wide)
+        else:
+            meta = _panel(P, gr[r0:], c0, g, wide)
+        P = np.ascontiguousarray(P)  # as the other ranks receive it
     else:
         P = np.empty((len(gr) - r0, w), dtype=work.dtype)
         meta = np.empty(2 * w, dtype=wide)
