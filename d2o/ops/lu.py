@@ -22,14 +22,16 @@ where the columns are not split):
    column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`);
 4. the panel's rows of the trailing columns are gathered along each mesh column
    (``Allgatherv``) and solved with the unit lower triangle (U's block row);
-5. the trailing matrix is updated by local GEMMs (numpy ``@``, in row chunks).
+5. the trailing matrix is updated by local GEMMs (numpy ``@``, in row chunks), the next
+   panel's columns first: its mesh column factors and broadcasts it (look-ahead of one
+   panel) before updating the rest, so the other columns do not wait for it.
 
 Communication model (bytes received, summed over ranks, ``s`` the itemsize, ``N`` the
 columns, ``N = n + k`` with ``k`` right-hand sides): L panels along mesh rows
 ``(pc - 1) n (n + nb) / 2``; U's block rows along mesh columns at most ``(pr - 1) n N``; row swaps
 at most ``2 n N (pr - 1) / pr``; pivots ``O(n pr nb)``: `model_bytes`, ``O(n^2 sqrt(P))`` on
 a square mesh, ``O(n^2 / sqrt(P))`` per rank.  No rank ever holds more than its piece,
-one panel (``n / pr x nb``), one block row (``nb x N / pc``), the rows a panel swaps
+two panels (``n / pr x nb``: this one and the look-ahead's), one block row (``nb x N / pc``), the rows a panel swaps
 (``2 nb x N / pc``, sent and received) and a chunk of the GEMM (a quarter of its piece).
 
 Triangular solves (`solve`): the right-hand sides join the matrix as extra columns (HPL's
@@ -252,37 +254,65 @@ def _upper_solve(U: np.ndarray, Y: np.ndarray) -> None:
         Y[i] /= U[i, i]
 
 
-def _step(work: np.ndarray, g: _Grid, c0: int, c1: int, owner: int, out: tuple) -> None:
-    """One panel of the factorisation (see the module notes)."""
+def _factor_panel(work: np.ndarray, g: _Grid, c0: int, c1: int, wide: np.dtype) -> tuple:
+    """``(P, meta)``: the panel of columns ``c0:c1`` factored by its mesh column (`_panel`,
+    or `_local_panel` where the column is one rank), rows ``>= c0`` only."""
+    w = c1 - c0
+    r0 = int(np.searchsorted(g.gr, c0))
+    lc0 = int(np.searchsorted(g.gc, c0))
+    P = np.array(work[r0:, lc0 : lc0 + w], order="F")  # column work: contiguous columns
+    if g.col_comm.size == 1:
+        meta = _local_panel(P, c0, wide)
+    else:
+        meta = _panel(P, g.gr[r0:], c0, g, wide)
+    return np.ascontiguousarray(P), meta  # as the other ranks receive it
+
+
+def _update(work: np.ndarray, L: np.ndarray, U: np.ndarray, rows: tuple, q1: int, cols: tuple):
+    """The trailing update of local columns ``cols`` (a range; U's columns start at ``q1``)
+    below the panel's rows ``rows = (r0, i1)``, in row chunks (local GEMMs)."""
+    (r0, i1), (j0, j1) = rows, cols
+    if j1 <= j0:
+        return
+    step = max(1, min(_CHUNK, work.size // 4) // (j1 - j0))  # the product: <= 1/4 of the piece
+    Uc = U[:, j0 - q1 : j1 - q1]
+    for s in range(i1, work.shape[0], step):
+        work[s : s + step, j0:j1] -= L[s - r0 : s - r0 + step] @ Uc
+
+
+def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple) -> tuple | None:
+    """Panel ``k`` of the factorisation (see the module notes); ``pre``: the panel already
+    factored and broadcast by the look-ahead.  Returns the next panel, factored and
+    broadcast, where this rank's mesh column owns it (its columns updated first, the rest
+    of the trailing matrix after: the broadcasts along each mesh row stay in order)."""
     ipiv, diag = out
+    c0, c1, owner = g.panels[k]
     w = c1 - c0
     gr, gc = g.gr, g.gc
     wide = diag.dtype
     r0 = int(np.searchsorted(gr, c0))
     i1 = int(np.searchsorted(gr, c1))
     mine = g.me_col == owner
-    lc0 = int(np.searchsorted(gc, c0))
-    if mine:
-        P = np.array(work[r0:, lc0 : lc0 + w], order="F")  # column work: contiguous columns
-        if g.col_comm.size == 1:
-            meta = _local_panel(P, c0, wide)
-        else:
-            meta = _panel(P, gr[r0:], c0, g, wide)
-        P = np.ascontiguousarray(P)  # as the other ranks receive it
+    if mine and pre is not None:  # factored and broadcast by the look-ahead
+        P, meta = pre
     else:
-        P = np.empty((len(gr) - r0, w), dtype=work.dtype)
-        meta = np.empty(2 * w, dtype=wide)
-    g.row_comm.Bcast(P, root=owner)
-    g.row_comm.Bcast(meta, root=owner)
+        if mine:
+            P, meta = _factor_panel(work, g, c0, c1, wide)
+        else:
+            P = np.empty((len(gr) - r0, w), dtype=work.dtype)
+            meta = np.empty(2 * w, dtype=wide)
+        g.row_comm.Bcast(P, root=owner)
+        g.row_comm.Bcast(meta, root=owner)
     piv = meta[:w].real.astype(np.intp)
     ipiv[c0:c1], diag[c0:c1] = piv, meta[w:]
     _swap(work, g, c0, piv)
     if mine:
+        lc0 = int(np.searchsorted(gc, c0))
         work[r0:, lc0 : lc0 + w] = P
     q1 = int(np.searchsorted(gc, c1))
     nt = len(gc) - q1
     if nt == 0:  # alike in the whole mesh column
-        return
+        return None
     part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
     part[:, :w] = P[: i1 - r0]
     part[:, w:] = work[r0:i1, q1:]
@@ -291,22 +321,35 @@ def _step(work: np.ndarray, g: _Grid, c0: int, c1: int, owner: int, out: tuple) 
     G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
     U = _unit_lower_inverse(G[:, :w]) @ G[:, w:]
     work[r0:i1, q1:] = U[gr[r0:i1] - c0]
-    step = max(1, min(_CHUNK, work.size // 4) // nt)  # the product: at most 1/4 of the piece
-    for s in range(i1, len(gr), step):
-        work[s : s + step, q1:] -= P[s - r0 : s - r0 + step] @ U
+    nxt = g.panels[k + 1] if k + 1 < len(g.panels) else None
+    if nxt is None or g.me_col != nxt[2]:
+        _update(work, P, U, (r0, i1), q1, (q1, len(gc)))
+        return None
+    a0 = int(np.searchsorted(gc, nxt[0]))
+    a1 = a0 + nxt[1] - nxt[0]
+    _update(work, P, U, (r0, i1), q1, (a0, a1))  # look-ahead: the next panel first
+    ahead = _factor_panel(work, g, nxt[0], nxt[1], wide)
+    g.row_comm.Bcast(ahead[0], root=nxt[2])  # sent now: the mesh row's next step starts
+    g.row_comm.Bcast(ahead[1], root=nxt[2])  # while this rank finishes its update
+    _update(work, P, U, (r0, i1), q1, (q1, a0))
+    _update(work, P, U, (r0, i1), q1, (a1, len(gc)))
+    return ahead
 
 
 def factor(work: np.ndarray, d: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Collective: LU with partial pivoting, in place, of the first ``n`` columns of the
     ``n x N`` matrix whose piece in the 2-D mesh layout ``d`` is ``work``; the other
     columns get ``L^-1 P`` applied.  Returns ``(ipiv, diag)`` on every rank: row ``c`` was
-    swapped with ``ipiv[c]`` at step ``c`` (LAPACK's, from 0), ``diag`` is U's diagonal."""
+    swapped with ``ipiv[c]`` at step ``c`` (LAPACK's, from 0), ``diag`` is U's diagonal.
+    Look-ahead of one panel: the next panel's mesh column updates, factors and broadcasts
+    it before the rest of its trailing update, so the other columns wait less for it."""
     g = _Grid(d, n)
     ipiv = np.arange(n, dtype=np.intp)
     diag = np.ones(n, dtype=_wide(work.dtype))
+    pre = None
     with np.errstate(all="ignore"):
-        for c0, c1, owner in g.panels:
-            _step(work, g, c0, c1, owner, (ipiv, diag))
+        for k in range(len(g.panels)):
+            pre = _step(work, g, k, pre, (ipiv, diag))
     return ipiv, diag
 
 
