@@ -28,11 +28,12 @@ where the columns are not split):
 
 Communication model (bytes received, summed over ranks, ``s`` the itemsize, ``N`` the
 columns, ``N = n + k`` with ``k`` right-hand sides): L panels along mesh rows
-``(pc - 1) n (n + nb) / 2``; U's block rows along mesh columns at most ``(pr - 1) n N``; row swaps
-at most ``2 n N (pr - 1) / pr``; pivots ``O(n pr nb)``: `model_bytes`, ``O(n^2 sqrt(P))`` on
-a square mesh, ``O(n^2 / sqrt(P))`` per rank.  No rank ever holds more than its piece,
-two panels (``n / pr x nb``: this one and the look-ahead's), one block row (``nb x N / pc``), the rows a panel swaps
-(``2 nb x N / pc``, sent and received) and a chunk of the GEMM (a quarter of its piece).
+``(pc - 1) n (n + nb) / 2``; U's block rows along mesh columns at most ``(pr - 1) n N``;
+row swaps at most ``2 n N (pr - 1) / pr``; pivots ``O(n pr nb)``: `model_bytes`,
+``O(n^2 sqrt(P))`` on a square mesh, ``O(n^2 / sqrt(P))`` per rank.  No rank ever holds
+more than its piece, two panels (``n / pr x nb``: this one and the look-ahead's), one
+block row (``nb x N / pc``), the rows a panel swaps (``2 nb x N / pc``, sent and
+received) and a chunk of the GEMM (a quarter of its piece).
 
 Triangular solves (`solve`): the right-hand sides join the matrix as extra columns (HPL's
 ``[A | b]``), so step 5 applies ``L^-1 P`` to them; back substitution then runs the panels
