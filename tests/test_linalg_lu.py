@@ -253,3 +253,22 @@ def test_peak_memory_is_a_share_of_the_matrix():
     bound = 1.25 * piece + 4 * w * s * (n // pc + 1) + 2 * w * s * (n // pr + 2 * n // pc + 3)
     bound += 64 * 1024
     collective_assert(peak <= bound, (peak, bound, piece))
+
+
+def test_solve_moves_the_lu_and_the_back_substitution_only():
+    n, k = 40, 2
+    a = matrix(n, "float64")
+    b = sample((n, k), "float64", seed=9)
+    for mesh in MESHES:
+        pr, pc = mesh
+        x = distributed_data_object(a, distribution_strategy=d2o.layout(mesh, (0, 1), 5))
+        with d2o.options(check_args=False), d2o.trace() as t:
+            got = dnp.linalg.solve(x, b)
+        moved = comm.allreduce(t.bytes_received)
+        # the LU of [A | b], U's panels along mesh rows, b's rows along mesh columns, and
+        # the solution's one redistribution
+        back = (pc - 1) * n * (n + 5) / 2 * 8 + (pr - 1) * n * k * 8 + n * k * 8 * P
+        bound = lu.model_bytes(n, n + k, mesh, 8, 5) + back
+        collective_assert(moved <= bound, (mesh, moved, bound))
+        collective_assert(not any(r.via_slab or r.fallback for r in t.records), t.records)
+        collective_assert(np.allclose(got.get_full_data(), np.linalg.solve(a, b)), mesh)
