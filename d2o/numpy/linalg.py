@@ -1,10 +1,13 @@
 """``d2o.numpy.linalg``: the linear algebra of distributed arrays.
 
 ``norm`` (every ``ord`` and ``axis`` numpy supports: reductions of the pieces),
-``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and ``lstsq`` of tall matrices split along their rows (TSQR); ``cholesky``,
-``eigh`` and ``eigvalsh`` (`d2o.numpy.linalg_sym`: meshes, block Jacobi); every other
-function takes the bounded fallback (its operands gathered up to the ``fallback_limit``
-option, NotImplementedError above it) until it has a distributed algorithm.
+``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and
+``lstsq`` of tall matrices split along their rows (TSQR); ``solve``, ``inv``, ``det`` and
+``slogdet`` (`d2o.numpy.linalg_lu`: LU with partial pivoting on block-cyclic meshes);
+``cholesky``, ``eigh`` and ``eigvalsh`` (`d2o.numpy.linalg_sym`: meshes, block Jacobi);
+every other function takes the bounded fallback (its operands gathered up to the
+``fallback_limit`` option, NotImplementedError above it) until it has a distributed
+algorithm.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..core.registry import operation
 from ..ops.axislocal import fallback as _fallback
 from ..ops.creation import asarray
 from ..ops.joining import squeeze
+from .linalg_lu import SlogdetResult, det, inv, slogdet, solve  # noqa: F401
 from .linalg_sym import cholesky, eigh, eigvalsh  # noqa: F401 - distributed, not fallbacks
 
 QRResult = _namedtuple("QRResult", "Q R")
@@ -130,7 +134,18 @@ def _fallback_for(name: str):
 
 def _install() -> list:
     g = globals()
-    names = ["norm", "qr", "lstsq", "cholesky", "eigh", "eigvalsh"]
+    names = [
+        "norm",
+        "qr",
+        "lstsq",
+        "solve",
+        "inv",
+        "det",
+        "slogdet",
+        "cholesky",
+        "eigh",
+        "eigvalsh",
+    ]
     for n in dir(_np.linalg):
         if n.startswith("_") or n in g:
             continue
@@ -213,4 +228,4 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
 
 
 _FUNCTIONS = _install()
-__all__ = [*_FUNCTIONS, "QRResult"]
+__all__ = [*_FUNCTIONS, "QRResult", "SlogdetResult"]

@@ -839,6 +839,28 @@ def render_random(doc: dict) -> str:
     )
 
 
+def render_linalg(doc: dict) -> str:
+    rows = []
+    for n, r in by_count(doc).items():
+        rows.append([
+            f"{n} × {tuple(r['mesh'])}", f"{r['n']:,}", f"{r['numpy_solve_s']:.3f}",
+            f"{r['d2o_solve_s']:.3f}", f"{r['speedup']:.2f}", f"{r['d2o_lu_s']:.3f}",
+            f"{r['dgemm_one_core_flops'] / 1e9:.2f}", pct(100 * r["efficiency"]),
+            nbytes(r["lu_bytes"]), nbytes(r["model_bytes"]), f"{r['hpl_residual']:.4f}",
+            nbytes(max(r["peak_rss_bytes"])),
+        ])  # fmt: skip
+    head = ["processes × mesh", "n", "numpy solve s", "d2o solve s", "speed-up", "d2o LU s",
+            "DGEMM GFlop/s (1 core)", "LU / (P × DGEMM)", "bytes per LU", "model",
+            "HPL residual", "peak RSS per rank"]  # fmt: skip
+    r0 = next(iter(by_count(doc).values()))
+    load = f"load average {r0['load_before']:.2f} before, {r0['load_after']:.2f} after"
+    return (
+        f"BLAS threads pinned to 1, median of {r0['repeat']}; {load}:\n\n"
+        + table(head, rows, "l" + "r" * (len(head) - 1))
+        + quick_note(doc)
+    )
+
+
 def _where(doc: dict) -> str:
     """The machine a run names (``--machine``), or "" for the development machine."""
     return (doc.get("options") or {}).get("where") or ""
@@ -956,6 +978,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "linalg_sym": render_linalg_sym,
     "modes": render_modes,
     "random": render_random,
+    "linalg": render_linalg,
     "scaling": render_scaling,
 }
 

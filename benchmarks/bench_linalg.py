@@ -1,0 +1,139 @@
+"""Distributed LU (`d2o.ops.lu`): ``d2o.numpy.linalg.solve`` at the run's process count
+against ``numpy.linalg.solve`` on one process, with BLAS threads pinned to 1 (not a test).
+
+Per run, all in one: numpy's ``linalg.solve`` of an ``n x n`` system on rank 0 alone (the
+other ranks sleep), the one-core DGEMM rate (``a @ b`` of ``min(n, 2048)`` square matrices
+on rank 0 alone), then d2o's ``solve`` of an ``n x n`` system on the default block-cyclic
+mesh (`d2o.ops.lu.default_layout`: the matrix is made there, so nothing is redistributed),
+and ``det`` (the LU alone).  Printed: solve's speed-up over numpy; the LU's rate (2/3 n^3
+flops over the time of ``det``) over P x the one-core DGEMM rate (HPL's efficiency); the
+bytes moved per LU (summed over ranks, from ``d2o.trace``) beside
+`d2o.ops.lu.model_bytes`; HPL's scaled residual of the solution; each rank's peak RSS.
+Goals (issue 34): at 2 processes and n = 8192 solve >= 1.7x numpy, efficiency >= 70 %.
+
+Run plainly (``python benchmarks/bench_linalg.py [--n N | --quick]``) it launches itself
+under ``mpiexec -n 2`` (``--procs`` for others) and writes ``docs/_data/bench/linalg.json``;
+``mpiexec -n P python benchmarks/bench_linalg.py`` only prints.  ``--quick``: n = 1024.
+Other load on the machine shows in every figure: the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+import numpy as np
+from _harness import on_rank0, run_or_launch, timed
+
+import d2o  # noqa: E402
+import d2o.numpy as dnp  # noqa: E402
+from d2o.ops import lu  # noqa: E402
+
+RECORD = "linalg"
+N = 8192
+GOALS = {"speedup": 1.7, "efficiency": 0.70}
+
+
+def _options() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=N, help="the matrix side (default 8192)")
+    ap.add_argument("--quick", action="store_true", help="n = 1024")
+    ap.add_argument("--repeat", type=int, default=1, help="timed calls of each (median)")
+    ap.add_argument("--procs", type=int, nargs="*", default=[2], help="process counts")
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--json", default=None)
+    opts = ap.parse_args()
+    if opts.quick:
+        opts.n = 1024
+    return opts
+
+
+def _matrix(n: int, comm) -> tuple:
+    """A random system made on the default mesh (each rank draws its own piece)."""
+    lay = lu.default_layout(comm, n)
+    a = d2o.distributed_data_object(global_shape=(n, n), dtype=np.float64,
+                                    distribution_strategy=lay)  # fmt: skip
+    rng = np.random.default_rng(1000 + comm.rank)
+    a.set_local_data(rng.standard_normal(a.distributor.local_shape))
+    b = np.random.default_rng(7).standard_normal(n)
+    return a, b, lay
+
+
+def _numpy_solve(n: int, repeat: int) -> float:
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal(n)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.linalg.solve(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _dgemm_rate(n: int) -> float:
+    m = min(n, 2048)
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((m, m)), rng.standard_normal((m, m))
+    x @ y
+    t0 = time.perf_counter()
+    x @ y
+    return 2.0 * m**3 / (time.perf_counter() - t0)
+
+
+def measure() -> dict:
+    opts = _options()
+    comm = d2o.default_comm()
+    n, P = opts.n, comm.size
+    load0 = os.getloadavg()[0]
+    t_np = on_rank0(lambda: _numpy_solve(n, opts.repeat), comm)
+    rate1 = on_rank0(lambda: _dgemm_rate(n), comm)
+    a, b, lay = _matrix(n, comm)
+    out: dict = {}
+    t_solve = timed(lambda: out.__setitem__("x", dnp.linalg.solve(a, b)), comm, opts.repeat)
+    t_lu = timed(lambda: dnp.linalg.det(a), comm, opts.repeat)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        dnp.linalg.det(a)
+    moved = comm.allreduce(t.bytes_received)
+    model = lu.model_bytes(n, n, lay.mesh, 8, lay.block[1])
+    x = out["x"]
+    resid = float(
+        abs(
+            a @ x - d2o.distributed_data_object(b, distribution_strategy=x.distributor.layout)
+        ).max()
+    )
+    norm_a = float(abs(a).sum(axis=1).max())
+    norm_x = float(abs(x).max())
+    hpl = resid / (norm_a * norm_x * n * np.finfo(float).eps)
+    rss = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    flops = 2.0 / 3.0 * n**3
+    res = {
+        "n": n, "processes": P, "mesh": list(lay.mesh), "block": lay.block[1],
+        "numpy_solve_s": t_np, "d2o_solve_s": t_solve, "d2o_lu_s": t_lu,
+        "dgemm_one_core_flops": rate1, "lu_flops": flops / t_lu,
+        "efficiency": flops / t_lu / (P * rate1), "speedup": t_np / t_solve,
+        "lu_bytes": moved, "model_bytes": model, "hpl_residual": hpl,
+        "peak_rss_bytes": rss, "matrix_bytes": 8 * n * n, "repeat": opts.repeat,
+        "load_before": load0, "load_after": os.getloadavg()[0],
+    }  # fmt: skip
+    if comm.rank == 0:
+        print(f"linalg.solve, n = {n}, {P} processes on a {lay.mesh} mesh, blocks "
+              f"{lay.block[1]}; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', '?')}; "
+              f"load average {load0:.2f}")  # fmt: skip
+        print(f"numpy.linalg.solve on 1 process: {t_np:.3f} s; d2o solve: {t_solve:.3f} s "
+              f"(speed-up {res['speedup']:.2f}, goal {GOALS['speedup']})")  # fmt: skip
+        print(f"LU (det): {t_lu:.3f} s, {res['lu_flops'] / 1e9:.2f} GFlop/s over {P} x "
+              f"{rate1 / 1e9:.2f} GFlop/s one-core DGEMM: {100 * res['efficiency']:.1f} % "
+              f"(goal {100 * GOALS['efficiency']:.0f} %)")  # fmt: skip
+        print(f"bytes per LU (summed over ranks): {moved:,}; model {model:,} "
+              f"({moved / max(model, 1):.2f} of it)")  # fmt: skip
+        print(f"HPL scaled residual: {hpl:.4f} (< 16); peak RSS per rank: "
+              f"{[f'{r / 2**20:.0f} MiB' for r in rss]}, matrix {8 * n * n / 2**20:.0f} MiB; "
+              f"load average {res['load_after']:.2f}", flush=True)  # fmt: skip
+    return res if comm.rank == 0 else {}
+
+
+if __name__ == "__main__":
+    counts = tuple(_options().procs)
+    run_or_launch(__file__, measure, counts=counts, name=RECORD)
