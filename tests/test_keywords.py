@@ -638,6 +638,17 @@ def _(kw):
         assert_equal_to_numpy(x, b)
 
 
+@case("window", shared=False)
+def _(kw):
+    """A window's gets through MPI calls (``shared=False``) and through shared memory give
+    the same elements (one-sided: every rank reads every element of the first row)."""
+    for x in each_layout(A):
+        for shared in (False, True):
+            with x.window(shared=shared) as w:
+                got = w.get((0, slice(None)))
+            collective_assert(np.array_equal(got, A[0]), (shared, got))
+
+
 @case("tofile", fid=None, sep=" ", format="%.3f")
 @case("dump", file=None)
 def _(kw, tmp):
