@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+import d2o
 from d2o import default_comm, distributed_data_object
 from d2o.testing import (
     assert_equal_to_numpy,
@@ -58,7 +59,7 @@ def test_freeform_from_a_distributed_array_takes_its_pieces():
     collective_assert(y.local_shape == e.local_shape)
     assert_equal_to_numpy(y, a)
     z = n.copy_empty(distribution_strategy="freeform")
-    collective_assert(z.shape == (10, 2) and z.distribution_strategy == "freeform", z.shape)
+    collective_assert(z.shape == (10, 2) and z.distribution_strategy == "freeform", f"{z.shape}")
     assert_equal_to_numpy(n.copy(distribution_strategy="freeform"), a)
 
 
@@ -85,12 +86,12 @@ def test_freeform_refuses_global_data_and_shape():
 def test_freeform_scalar_local_data_fills_the_local_shape():
     x = distributed_data_object(local_data=1, local_shape=(13, 7), dtype=np.float64,
                                 distribution_strategy="freeform")  # fmt: skip
-    collective_assert(x.shape == (13 * comm.size, 7) and x.dtype == np.float64, x.shape)
+    collective_assert(x.shape == (13 * comm.size, 7) and x.dtype == np.float64, f"{x.shape}")
     assert_equal_to_numpy(x, np.ones((13 * comm.size, 7)))
     y = distributed_data_object(local_data=2, local_shape=(comm.rank, 3),
                                 distribution_strategy="freeform")  # fmt: skip
     n = comm.size * (comm.size - 1) // 2
-    collective_assert(y.dtype == np.array(2).dtype and y.shape == (n, 3), (y.dtype, y.shape))
+    collective_assert(y.dtype == np.array(2).dtype and y.shape == (n, 3), f"{y.dtype} {y.shape}")
     assert_equal_to_numpy(y, np.full((n, 3), 2))
 
 
@@ -136,10 +137,30 @@ def test_flatten_inplace_shares_memory():
             assert_equal_to_numpy(x.flatten(), b.ravel())
             p = x.flatten(inplace=True)
             assert_equal_to_numpy(p, b.ravel())
-            collective_assert(x.shape == b.shape, x.shape)
+            collective_assert(x.shape == b.shape, f"{x.shape}")
             if b.size:
                 x.flatten()[0] = -1.0  # a copy: no effect
                 assert_equal_to_numpy(x, b)
                 p[0] = 2222
                 b.ravel()[0] = 2222
                 assert_equal_to_numpy(x, b)
+
+
+def test_freeform_pieces_and_flat_view_move_no_data():
+    """Taking a d2o's pieces ('freeform') and the copy-free flattening communicate no
+    array data (pieces of 4 kB or more here): the constructor's agreement on metadata
+    (plus checked mode's argument check), under 256 bytes a rank; for the flattening
+    at most the agreement on the new layout."""
+    a = np.arange(2000.0).reshape(1000, 2)  # 16 kB
+    for src in (
+        distributed_data_object(a),
+        distributed_data_object(a, distribution_strategy="not"),
+    ):
+        with d2o.trace() as t:
+            distributed_data_object(global_data=src, distribution_strategy="freeform")
+        collective_assert(
+            t.collectives <= 2 and t.bytes_sent < 256, f"{t.collectives} {t.bytes_sent}"
+        )
+        with d2o.trace() as t:
+            src.flatten(inplace=True)
+        collective_assert(t.collectives <= 1 and t.bytes_sent < 256, f"{t.bytes_sent}")
