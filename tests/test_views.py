@@ -28,6 +28,8 @@ def _pair(strategy: str, axis: int = 0, shape=(7, 5), dtype=np.float64):
     a = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
     if strategy in MESHES or strategy == "cyc3":
         return a, make(a.copy(), strategy)
+    if strategy == "freeform":  # a local-type strategy: uneven local pieces
+        return a, make(a.copy(), strategy, axis)
     return a, distributed_data_object(a.copy(), distribution_strategy=strategy, axis=axis)
 
 
@@ -96,7 +98,7 @@ def test_views_of_views_and_transposes(strategy):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_real_and_imag_are_views(strategy):
     a = (np.arange(12) + 1j * np.arange(12)[::-1]).reshape(4, 3)
-    x = distributed_data_object(a.copy(), distribution_strategy=strategy)
+    x = make(a.copy(), strategy, 0)
     x.real += 1
     a.real += 1
     x.imag[1:3] = 0

@@ -18,7 +18,7 @@ from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
-from ..core.errors import agree_gather, agreed, check_gather
+from ..core.errors import agree_gather, agreed
 from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
 from ..core.registry import cell, marked, operations, run_flagged
@@ -32,11 +32,12 @@ from ..layouts.distributors import (
 from ..layouts.ghost import width as _halo_width
 from ..layouts.mesh import Layout
 from ..move import ghost as _ghost
-from ..move.redistribution import describe, gather, redistribute
+from ..move.redistribution import gather, redistribute
 from ..ops import indexing as _indexing
 from ..ops import original as _original
 from ..ops import ufuncs as _ufuncs
 from . import dispatch as _dispatch
+from . import freeform as _freeform
 from .methods import NumpyMethods
 from .operators import Operators
 
@@ -154,11 +155,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
                         f"unknown distribution_strategy {strategy!r}; "
                         f"choose one of {', '.join(STRATEGIES)} or a d2o.layout(...)"
                     )
-                local = local_data is not None or local_shape is not None
-                if strategy == "freeform" and (
-                    local or global_data is None and global_shape is None
-                ):
-                    piece, meta = self._parse_local(
+                if strategy == "freeform" and isinstance(global_data, distributed_data_object):
+                    # the original D2O: a d2o's own pieces win over local_data/local_shape
+                    piece, meta = _freeform.from_distributed(global_data, dtype, axis, copy)
+                elif strategy == "freeform":
+                    piece, meta = _freeform.from_local(
                         local_data, local_shape, global_data, dtype, copy
                     )
                 else:
@@ -275,28 +276,6 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             return np.full(dist.local_shape, arr, dtype=dtype)
         piece = arr[dist.local_slice] if arr.ndim else arr
         return np.array(piece, dtype=dtype, copy=True if copy else None)
-
-    @staticmethod
-    def _parse_local(local_data, local_shape, global_data, dtype, copy) -> tuple:
-        if local_data is None and global_data is not None:
-            raise ValueError("'freeform' is a local-type strategy: give local_data or local_shape")
-        if local_data is not None:
-            if isinstance(local_data, distributed_data_object):
-                ld = local_data.distributor
-                if not ld.replicated:
-                    check_gather(ld.comm, describe(ld))
-                piece = local_data.get_full_data()
-            else:
-                piece = np.asarray(local_data)
-            piece = np.array(piece, dtype=dtype, copy=True if copy else None)
-        elif local_shape is not None:
-            dt = np.float64 if dtype is None else dtype
-            piece = np.empty(as_shape(local_shape), dtype=dt)
-        else:
-            raise ValueError("'freeform' needs local_data or local_shape")
-        if piece.ndim == 0:
-            raise ValueError("'freeform' needs local data with at least one dimension")
-        return piece, (piece.shape, piece.dtype.str, "freeform", None)
 
     # -- attributes ----------------------------------------------------------
     @property
@@ -635,7 +614,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         kwargs.setdefault("comm", d.comm)
         if d.axis is not None:
             kwargs.setdefault("axis", d.axis)
-        if strategy == "freeform" and local_shape is not None:
+        if strategy == "freeform" and local_shape is None:
+            return self._freeform_empty(global_shape, dt, kwargs)
+        if strategy == "freeform":
             return distributed_data_object(
                 local_shape=local_shape, dtype=dt, distribution_strategy="freeform", **kwargs
             )
@@ -645,6 +626,19 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             distribution_strategy=strategy,
             **kwargs,
         )
+
+    def _freeform_empty(self, global_shape: Any, dtype: Any, kwargs: dict) -> Any:
+        """`copy_empty` to 'freeform' from a global shape: equal lengths (see
+        `d2o.api.freeform`); no communication but the agreement on errors."""
+        kw = dict(kwargs)
+        c, axis, hermitian = kw.pop("comm"), kw.pop("axis", 0), kw.pop("hermitian", False)
+        with agreed(self.distributor.comm):
+            if kw:
+                raise TypeError(f"unexpected keyword arguments: {', '.join(kw)}")
+            shape = self.shape if global_shape is None else global_shape
+            out = _freeform.empty(shape, dtype, as_comm(c), axis)
+        out.hermitian = bool(hermitian)
+        return out
 
     @marked(inline=_ON)
     def astype(self, dtype: Any, copy: bool = True) -> distributed_data_object:

@@ -201,15 +201,16 @@ def equal(self: D2O, other: Any) -> bool:
 
 
 def flatten(self: D2O, inplace: bool = False) -> D2O:
-    """The flattened array (C order), a copy; ``inplace`` reshapes this array instead.
+    """The flattened array (C order): a copy, or with ``inplace`` the original D2O's
+    copy-free flattening (numpy's ``ravel``: the result shares this array's memory where
+    the layout allows it, so writes to it show here; this array keeps its shape).
 
-    Local when the array is split along axis 0; otherwise one redistribution.
+    Local when the array is split along axis 0 or replicated; otherwise one
+    redistribution (and then the result is a copy whatever ``inplace``).
     """
     flat = self.ravel()
     if inplace:
-        self.data = flat.data
-        self.distributor = flat.distributor
-        return self
+        return flat
     if np.may_share_memory(flat.data, self.data):  # a local decision: no new object
         flat.data = flat.data.copy()
     flat.base = None
