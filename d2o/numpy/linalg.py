@@ -3,8 +3,8 @@
 ``norm`` (every ``ord`` and ``axis`` numpy supports: reductions of the pieces),
 ``matmul``/``vecdot``/``outer`` and ``trace``/``diagonal`` through d2o.numpy; ``qr`` and
 ``lstsq`` of tall matrices split along their rows (TSQR); ``solve``, ``inv``, ``det`` and
-``slogdet`` (`d2o.numpy.linalg_lu`: LU with partial pivoting on block-cyclic meshes);
-``cholesky``, ``eigh`` and ``eigvalsh`` (`d2o.numpy.linalg_sym`: meshes, block Jacobi);
+``slogdet`` (``d2o.numpy.linalg_lu``: LU with partial pivoting on block-cyclic meshes);
+``cholesky``, ``eigh`` and ``eigvalsh`` (``d2o.numpy.linalg_sym``: meshes, block Jacobi);
 every other function takes the bounded fallback (its operands gathered up to the
 ``fallback_limit`` option, NotImplementedError above it) until it has a distributed
 algorithm.
