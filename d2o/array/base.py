@@ -19,7 +19,7 @@ import numpy as np
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import Distributor
 
-__all__ = ["ArrayBase", "Array", "from_local", "as_shape", "as_index"]
+__all__ = ["ArrayBase", "Array", "from_local", "deferred", "as_shape", "as_index"]
 
 _next_index = d2o_librarian.next_index
 _new = object.__new__
@@ -31,8 +31,11 @@ _PUBLIC: Any = None  # the same, read by `from_local` on every result
 class ArrayBase:
     """A distributed array's state: the local piece, its layout and its librarian index."""
 
-    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "__weakref__")
+    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "_expr",
+                 "__weakref__")  # fmt: skip
     _padded: np.ndarray  # ghost-cell buffer (d2o.move.ghost); set only on arrays that have one
+    #: a deferred array's expression (`d2o.ops.deferred`); set only while ``data`` is not
+    _expr: Any
     __array_priority__ = 20.0
 
     data: np.ndarray
@@ -62,6 +65,19 @@ class ArrayBase:
         obj.index = _next_index()
         return obj
 
+    def __getattr__(self, name: str) -> Any:
+        """Reached only for slots that are not set: ``data`` of a deferred array (lazy
+        mode, `d2o.ops.deferred`) is its expression evaluated now, on this rank alone
+        (local); every other missing attribute is AttributeError."""
+        if name == "data":
+            try:
+                expr = self._expr
+            except AttributeError:
+                pass
+            else:
+                return expr.force(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _view(self, data: np.ndarray, distributor: Distributor) -> Any:
         """A view of this array: ``data`` is a numpy view of (part of) this rank's piece;
         ``.base`` is the object owning the memory, as in numpy.  No communication."""
@@ -75,6 +91,19 @@ def from_local(data: np.ndarray, distributor: Distributor) -> Any:
     no communication (the fast constructor every operation builds its results with)."""
     obj = _new(_PUBLIC)
     obj.data = data
+    obj.distributor = distributor
+    obj.hermitian = False
+    obj.base = None
+    obj.index = _next_index()
+    return obj
+
+
+def deferred(expr: Any, distributor: Distributor) -> Any:
+    """An instance of the public class whose piece is ``expr`` not yet evaluated: its
+    ``data`` slot stays unset until ``expr.force(array)`` sets it (`ArrayBase.__getattr__`:
+    the first read of ``data`` evaluates).  No communication."""
+    obj = _new(_PUBLIC)
+    obj._expr = expr
     obj.distributor = distributor
     obj.hermitian = False
     obj.base = None
