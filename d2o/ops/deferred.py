@@ -39,6 +39,7 @@ import numpy as np
 from ..array.align import SCALARS, align, result_layout
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred
+from ..core.errors import defer
 from ..core.registry import operation
 from ..layouts.distributors import HeldScalar, get_distributor
 from . import fused
@@ -76,9 +77,11 @@ class Node:
     def evaluate(self) -> np.ndarray:
         """The value (evaluated now, once: one fused kernel; local)."""
         if self.value is None:
-            self.value = fused.run(self)
+            self.value, error = fused.run(self)
             self.args = ()
             self.count = 0
+            if error is not None:  # raised once (at once on one process), then zeros
+                defer(self.comm, error)
         return self.value
 
     def force(self, array: Any) -> np.ndarray:
@@ -175,14 +178,12 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     if target.replicated and target is not get_distributor("not", shape, comm):
         return None
     # numpy's dtype and type errors (casting, Python ints out of bounds): a probe on
-    # empty operands; a failing call runs eagerly, which raises numpy's error
+    # empty operands, which depends on global dtypes and scalars alone, so that its
+    # error is raised here, when the expression is built, on every rank alike
     dtypes = [x._expr.dtype if pending(x) else x.dtype for x in arrays]
     it = iter(dtypes)
-    try:
-        with np.errstate(all="ignore"):
-            probe = call(*[np.empty(0, next(it)) if isinstance(x, D2O) else x for x in inputs])
-    except Exception:
-        return None
+    with np.errstate(all="ignore"):
+        probe = call(*[np.empty(0, next(it)) if isinstance(x, D2O) else x for x in inputs])
     args = tuple(_operand(x, target) if isinstance(x, D2O) else x for x in inputs)
     nodes = [a for a in args if isinstance(a, Node)]
     if 1 + sum(n.count for n in nodes) > LIMIT:
@@ -200,7 +201,9 @@ def _write(out: np.ndarray, value: Any, keep: Any = None) -> None:
     unless it is ``keep``, then copied); otherwise one kernel straight into ``out``."""
     flush(out, keep)
     if pending(value):
-        fused.run(value._expr, out)
+        _, error = fused.run(value._expr, out)
+        if error is not None:
+            defer(value._expr.comm, error)
     else:
         out[...] = value.data
 

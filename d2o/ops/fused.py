@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from ..core.comm import default_comm
-from ..core.errors import defer
 from ..core.records import Record, active
 
 __all__ = ["run", "kernels"]
@@ -253,17 +252,19 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
     return res
 
 
-def run(node: Any, out: np.ndarray | None = None) -> np.ndarray:
+def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:
     """Evaluate the deferred expression ``node`` on this rank's pieces (into ``out`` when
     given): one fused kernel, recorded in the active traces as one entry
-    ``fused(<its operations>)`` moving nothing.  Local.  A data-dependent numpy error
-    (integer ``**`` negative, ``np.errstate(...='raise')``) is deferred to the next
-    agreement (`d2o.core.errors.defer`) and the piece is zeros until then."""
+    ``fused(<its operations>)`` moving nothing.  Local.  Returns the value and the
+    data-dependent numpy error it met (integer ``**`` negative, ``np.errstate(...=
+    'raise')``), if any: then the value is zeros, and the caller defers the error
+    (`d2o.core.errors.defer`)."""
     ops: list[str] = []
+    error = None
     try:
         res = _evaluate(node, ops, out)
     except (ValueError, ArithmeticError) as exc:
-        defer(node.comm, exc)
+        error = exc
         res = np.zeros(node.shape, dtype=node.dtype)
         if out is not None:
             out[...] = res
@@ -272,4 +273,4 @@ def run(node: Any, out: np.ndarray | None = None) -> np.ndarray:
         rec = Record(f"fused({', '.join(ops)})")
         for t in active:
             t.records.append(rec)
-    return res
+    return res, error

@@ -84,7 +84,7 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
                         t.records.append(rec)
         if res is not None:
             return res
-    if op.kind != "view" and op is not _GETITEM:  # (views and getitem only read)
+    if op.kind != "view" and op not in _READ:  # (views, getitem and evaluate only read)
         _deferred.flush()
     if not op.traced:  # flagged only for the flush: runs as with no mode on
         return op.fn(*args, **kwargs)
@@ -125,7 +125,7 @@ def _roles() -> dict:
 
 
 _ROLES = _roles()
-_GETITEM = operation_of(_Array.__getitem__)
+_READ = {operation_of(_Array.__getitem__), operation_of(_deferred.evaluate)}
 
 
 def body(op: Operation, args: tuple, kwargs: dict) -> Any:
