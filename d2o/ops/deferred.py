@@ -31,6 +31,7 @@ and written into by numpy while an expression reading it is pending is not seen.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
@@ -70,8 +71,12 @@ class Node:
         self.ufunc, self.args, self.dtype, self.err, self.comm = ufunc, args, dtype, err, comm
         self.call: Any = ufunc  # what numpy runs: the Python operator for an operator's node
         self.shape, self.ndim = shape, len(shape)
-        self.size = int(np.prod(shape))
-        self.count: int = 1 + sum(a.count for a in args if isinstance(a, Node))
+        self.size = math.prod(shape)
+        count = 1
+        for a in args:
+            if type(a) is Node:
+                count += a.count
+        self.count: int = count
         self.value: np.ndarray | None = None
 
     def evaluate(self) -> np.ndarray:
@@ -163,8 +168,13 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     call = ufunc if call is None else call
     if ufunc.nout != 1 or ufunc.signature is not None:
         return None
-    arrays = [x for x in inputs if isinstance(x, D2O)]
-    if not arrays or len(arrays) + sum(isinstance(x, SCALARS) for x in inputs) != len(inputs):
+    arrays = []
+    for x in inputs:
+        if isinstance(x, D2O):
+            arrays.append(x)
+        elif not isinstance(x, SCALARS):
+            return None
+    if not arrays:
         return None
     first = arrays[0]
     shape, comm = first.shape, first.distributor.comm
@@ -180,14 +190,12 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     # numpy's dtype and type errors (casting, Python ints out of bounds): a probe on
     # empty operands, which depends on global dtypes and scalars alone, so that its
     # error is raised here, when the expression is built, on every rank alike
-    dtypes = [x._expr.dtype if pending(x) else x.dtype for x in arrays]
-    it = iter(dtypes)
-    with np.errstate(all="ignore"):
-        probe = call(*[np.empty(0, next(it)) if isinstance(x, D2O) else x for x in inputs])
+    # (empty operands: no floating-point warnings)
+    probe = call(*[np.empty(0, x._expr.dtype if pending(x) else x.dtype)
+                   if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
     args = tuple(_operand(x, target) if isinstance(x, D2O) else x for x in inputs)
-    nodes = [a for a in args if isinstance(a, Node)]
-    if 1 + sum(n.count for n in nodes) > LIMIT:
-        args = tuple(a.evaluate() if isinstance(a, Node) else a for a in args)
+    if 1 + sum(a.count for a in args if type(a) is Node) > LIMIT:
+        args = tuple(a.evaluate() if type(a) is Node else a for a in args)
     err = np.geterr()
     node = Node(ufunc, args, probe.dtype, target.local_shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), comm)  # fmt: skip
