@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS, align, result_layout
+from ..array.align import SCALARS, align, align_parts, result_layout
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred
 from ..core.errors import defer
@@ -110,10 +110,16 @@ class Node:
         return out
 
 
+class _Ref(weakref.ref):
+    """A weak reference to a pending array that knows its key in `PENDING`."""
+
+    __slots__ = ("key",)
+    key: int
+
+
 def _gone(ref: Any) -> None:  # a pending array was dropped unevaluated
-    for k, v in list(PENDING.items()):
-        if v is ref:
-            del PENDING[k]
+    if PENDING.get(ref.key) is ref:
+        del PENDING[ref.key]
 
 
 def pending(x: Any) -> bool:
@@ -146,7 +152,8 @@ def flush(target: np.ndarray | None = None, keep: Any = None) -> None:
 
 def _register(node: Node, d: Any) -> Any:
     x = deferred(node, d)
-    PENDING[id(x)] = weakref.ref(x, _gone)
+    ref = PENDING[id(x)] = _Ref(x, _gone)
+    ref.key = id(x)
     return x
 
 
@@ -156,7 +163,9 @@ def _operand(x: Any, target: Any) -> Any:
         return node.value if node.value is not None else node
     if x.distributor is target:
         return x.data
-    return align(x, target)  # (a pending x of another layout is evaluated by reading it)
+    # (a pending x of another layout is evaluated by reading it)
+    parts = align_parts(x, target)  # a shifted view: boundary rows from the neighbours
+    return align(x, target) if parts is None else parts.assemble()
 
 
 def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
@@ -248,18 +257,19 @@ def _basic(key: Any) -> bool:
 
 
 def assign(self: Any, key: Any, value: Any) -> bool:
-    """``self[key] = value`` for a deferred ``value`` and a key of slices: the expression
-    evaluated straight into the view's piece (after the pending arrays reading it).
-    False where the key or the layouts differ (the caller assigns eagerly).  Local."""
-    if not (isinstance(self, D2O) and pending(value) and not pending(self) and _basic(key)):
+    """``self[key] = value`` for a d2o ``value`` of the view's very layout and a key of
+    slices: a deferred ``value`` is evaluated straight into the view's piece (after the
+    pending arrays reading it), an evaluated one copied.  False where the key or the
+    layouts differ (the caller assigns eagerly).  Local.  The decision depends on global
+    facts alone (whether ``value`` is still pending may differ between ranks)."""
+    if not (isinstance(self, D2O) and isinstance(value, D2O) and _basic(key)):
+        return False
+    if type(self.distributor) is HeldScalar or type(value.distributor) is HeldScalar:
         return False
     view = getitem(self, key)
-    if not isinstance(view, D2O) or view.distributor is not value.distributor:
+    if not isinstance(view, D2O) or view.base is None or view.distributor is not value.distributor:
         return False
-    out = view.data
-    if view.base is None or (out.size and not np.shares_memory(out, self.data)):
-        return False
-    _write(out, value)
+    _write(view.data, value)
     return True
 
 
