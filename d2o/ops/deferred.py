@@ -8,8 +8,8 @@ whose ``data`` slot is unset and whose ``_expr`` is a `Node` of the expression
 computed and nothing moves, except that operands of another layout are aligned to the
 result's at once (`d2o.array.align`, the eager path's exchange).
 
-Forcing.  The first read of a deferred array's ``data`` (`ArrayBase.__getattr__`: the
-one choke point through which every operation reaches a piece) evaluates its tree with
+Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr__``,
+`d2o.api.deferred`: the one choke point through which every operation reaches a piece) evaluates its tree with
 `d2o.ops.fused.run`: one fused kernel, locally.  Besides, before any other public
 operation the runtime evaluates every pending array (`flush`): an operation that writes
 into a leaf's memory can therefore never change what a pending expression reads.
@@ -39,7 +39,7 @@ import numpy as np
 
 from ..array.align import SCALARS, align, align_parts, result_layout
 from ..array.base import Array as D2O
-from ..array.base import ArrayBase, deferred
+from ..array.base import ArrayBase, deferred, settle
 from ..core.errors import defer
 from ..core.registry import operation
 from ..layouts.distributors import HeldScalar, get_distributor
@@ -92,8 +92,7 @@ class Node:
     def force(self, array: Any) -> np.ndarray:
         """Evaluate and make it ``array``'s piece (the first read of ``array.data``)."""
         value = self.evaluate()
-        array.data = value
-        del array._expr
+        settle(array, value)
         PENDING.pop(id(array), None)
         return value
 
@@ -131,11 +130,9 @@ def _force(x: Any) -> None:
     try:
         _DATA.__get__(x, type(x))  # a piece set meanwhile (set_local_data): keep it
     except AttributeError:
-        x.data = x._expr.evaluate()
-    try:
-        del x._expr
-    except AttributeError:
-        pass
+        settle(x, x._expr.evaluate())
+    else:
+        settle(x)
     PENDING.pop(id(x), None)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as _np
 
+from ..api import deferred as _deferred_class  # noqa: F401 - registers the class
 from ..api.array import distributed_data_object as _Array
 from ..api.operators import BINARY, UNARY, Operators
 from ..array.slabs import on_slabs as _on_slabs
