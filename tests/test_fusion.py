@@ -302,16 +302,18 @@ def test_stencil_assignment(inplace):
 
 
 def test_fused_assignment_writes_straight_into_the_target():
-    """One process (or one rank's layout): the stencil into another array is one kernel."""
+    """On one process the stencil into another array is one kernel; on several, the
+    shifted views run eagerly (their layouts differ).  Only boundary rows move."""
     n = 64
     a = sample((n, n), "float64")
     u = make(a, "equal")
     new = u.copy()
     with d2o.trace() as t:
         new[1:-1, 1:-1] = _stencil(u)
-    fusedrecs = [r for r in t.records if r.op.startswith("fused(")]
-    collective_assert(len(fusedrecs) == 1, [r.op for r in t.records])
-    collective_assert(fusedrecs[0].op.count("add") == 3, fusedrecs[0].op)
+    fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+    if d2o.default_comm().size == 1:  # (on several ranks the shifted views run eagerly)
+        collective_assert(len(fusedrecs) == 1, [r.op for r in t.records])
+        collective_assert(fusedrecs[0].count("add") == 3, fusedrecs[0])
     # only boundary rows move: never the whole array
     collective_assert(t.bytes_sent <= 12 * n * 8, f"{t.bytes_sent} bytes")
     ref = a.copy()

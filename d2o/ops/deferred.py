@@ -5,8 +5,8 @@ With ``d2o.set_options(lazy=True)`` (or ``D2O_LAZY=1``) the runtime
 instead of computing, it returns a *deferred array*, a `d2o.distributed_data_object`
 whose ``data`` slot is unset and whose ``_expr`` is a `Node` of the expression
 (operands: other nodes, this rank's pieces of the leaf arrays, scalars).  Nothing is
-computed and nothing moves, except that operands of another layout are aligned to the
-result's at once (`d2o.array.align`, the eager path's exchange).
+computed and nothing moves: the d2o operands share one layout (operands of different
+layouts, such as shifted views on several ranks, run eagerly).
 
 Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr__``,
 `d2o.api.deferred`: the one choke point through which every operation reaches a piece) evaluates its tree with
@@ -22,9 +22,9 @@ explicitly; turning ``lazy`` off evaluates everything pending.
 
 Not deferred (they run eagerly, as with ``lazy`` off): ``out=``, ``where=`` and other
 keywords, ufunc methods (``reduce``, ...), operands that are not d2o arrays or
-scalars, d2o operands whose shapes differ (broadcasting), 0-d views, operations on
-process meshes without a mesh algorithm, inner calls of other operations, and
-controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
+scalars, d2o operands whose shapes or layouts differ (broadcasting, shifted views on
+several ranks), 0-d views, operations on process meshes without a mesh algorithm,
+inner calls of other operations, and controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
 array evaluates it; a numpy array obtained earlier with ``get_local_data(copy=False)``
 and written into by numpy while an expression reading it is pending is not seen.
 """
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS, align, align_parts, result_layout
+from ..array.align import SCALARS
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
 from ..core.errors import defer
@@ -154,23 +154,18 @@ def _register(node: Node, d: Any) -> Any:
     return x
 
 
-def _operand(x: Any, target: Any) -> Any:
-    if pending(x) and x.distributor is target:
+def _operand(x: Any) -> Any:
+    if pending(x):
         node = x._expr
         return node.value if node.value is not None else node
-    if x.distributor is target:
-        return x.data
-    # (a pending x of another layout is evaluated by reading it)
-    parts = align_parts(x, target)  # a shifted view: boundary rows from the neighbours
-    return align(x, target) if parts is None else parts.assemble()
+    return x.data
 
 
 def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     """``ufunc(*inputs)`` as a deferred array, or None where it is not deferred (see the
     module notes: the caller runs it eagerly).  ``call``: the Python operator an
     operator runs instead (numpy's operators have special cases: ``a ** 2`` is
-    ``square``).  Local, unless an operand of another layout is aligned (as the eager
-    path aligns it)."""
+    ``square``).  Local: the d2o operands share one layout."""
     call = ufunc if call is None else call
     if ufunc.nout != 1 or ufunc.signature is not None:
         return None
@@ -190,7 +185,10 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
             return None
     target = first.distributor
     if any(x.distributor is not target for x in arrays):
-        target = result_layout(arrays, shape)
+        # operands of other layouts (shifted views on several ranks) run eagerly: its
+        # segmented path reads the neighbours' boundary rows without copying the pieces,
+        # which a fused kernel over aligned copies does not beat yet
+        return None
     if target.replicated and target is not get_distributor("not", shape, comm):
         return None
     # numpy's dtype and type errors (casting, Python ints out of bounds): a probe on
@@ -199,7 +197,7 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     # (empty operands: no floating-point warnings)
     probe = call(*[np.empty(0, x._expr.dtype if pending(x) else x.dtype)
                    if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
-    args = tuple(_operand(x, target) if isinstance(x, D2O) else x for x in inputs)
+    args = tuple(_operand(x) if isinstance(x, D2O) else x for x in inputs)
     if 1 + sum(a.count for a in args if type(a) is Node) > LIMIT:
         args = tuple(a.evaluate() if type(a) is Node else a for a in args)
     err = np.geterr()
