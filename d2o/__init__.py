@@ -24,6 +24,7 @@ from .ops.linalg import dot, matmul
 from .ops.original import median
 from .ops.shape import *  # noqa: F403
 from .ops.show import show
+from .ops.deferred import evaluate
 from .ops.special import *  # noqa: F403
 from .core.trace import Trace, trace
 from .io import *  # noqa: F403
@@ -44,6 +45,7 @@ __all__ = [
     "trace",
     "Trace",
     "show",
+    "evaluate",
     "set_options",
     "options",
     "get_option",

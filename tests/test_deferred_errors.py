@@ -15,6 +15,15 @@ import d2o
 from d2o import default_comm, distributed_data_object
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
+
+@pytest.fixture(autouse=True)
+def _eager():
+    """These tests check when the eager path raises data-dependent errors: with the ``lazy`` option on
+    (``D2O_LAZY=1``) the calls would be recorded instead (tests/test_fusion.py)."""
+    with d2o.options(lazy=False):
+        yield
+
+
 comm = default_comm()
 
 

@@ -18,6 +18,15 @@ from d2o import default_comm, distributed_data_object
 from d2o.core.registry import flagged
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
+
+@pytest.fixture(autouse=True)
+def _eager():
+    """These tests count the eager path's temporaries: with the ``lazy`` option on
+    (``D2O_LAZY=1``) the calls would be recorded instead (tests/test_fusion.py)."""
+    with d2o.options(lazy=False):
+        yield
+
+
 P = default_comm().size
 N = 2**17 * max(P, 2)  # 1 MiB of float64 per rank at most: above the 256 KiB threshold
 

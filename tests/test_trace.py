@@ -32,6 +32,15 @@ def _even(n: int, p: int) -> list[int]:
     return [n // p + (1 if r < n % p else 0) for r in range(p)]
 
 
+@pytest.fixture
+def eager():
+    """Eager element-wise calls (their own trace records): with ``lazy`` on they would be
+    recorded instead, and one record per fused kernel appear (tests/test_fusion.py)."""
+    with d2o.options(lazy=False):
+        yield
+
+
+@pytest.mark.usefixtures("eager")
 def test_same_layout_elementwise_moves_nothing(comm):
     a = sample((6, 5), "float64")
     b = sample((6, 5), "float64", seed=1)
@@ -370,6 +379,7 @@ def test_every_counter_of_an_uneven_slab_redistribution(comm):
     check.done()
 
 
+@pytest.mark.usefixtures("eager")
 @pytest.mark.parametrize("lengths", [_even, _one_empty])
 def test_every_counter_of_a_shifted_sum(comm, lengths):
     """``u[1:] + u[:-1]``: the views move nothing; the sum (in the layout of ``u[1:]``)

@@ -19,20 +19,26 @@ import numpy as np
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import Distributor
 
-__all__ = ["ArrayBase", "Array", "from_local", "as_shape", "as_index"]
+__all__ = ["ArrayBase", "Array", "from_local", "deferred", "settle", "as_shape", "as_index"]
 
 _next_index = d2o_librarian.next_index
 _new = object.__new__
 #: The public class (the first subclass of ArrayBase: d2o.distributed_data_object).
 _public: list = [None]
 _PUBLIC: Any = None  # the same, read by `from_local` on every result
+#: The class of deferred arrays: the public class with a ``__getattr__`` that evaluates
+#: (`d2o.api.deferred`; only its instances pay for the hook, not every array).
+_DEFERRED: Any = None
 
 
 class ArrayBase:
     """A distributed array's state: the local piece, its layout and its librarian index."""
 
-    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "__weakref__")
+    __slots__ = ("data", "distributor", "index", "hermitian", "base", "_padded", "_expr",
+                 "__weakref__")  # fmt: skip
     _padded: np.ndarray  # ghost-cell buffer (d2o.move.ghost); set only on arrays that have one
+    #: a deferred array's expression (`d2o.ops.deferred`); set only while ``data`` is not
+    _expr: Any
     __array_priority__ = 20.0
 
     data: np.ndarray
@@ -41,10 +47,12 @@ class ArrayBase:
     base: Any
     hermitian: bool
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, deferred: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        global _PUBLIC
-        if _public[0] is None:
+        global _PUBLIC, _DEFERRED
+        if deferred:  # the class of deferred arrays (`d2o.api.deferred`)
+            _DEFERRED = cls
+        elif _public[0] is None:
             _public[0] = _PUBLIC = cls
             d2o_librarian.cls = cls
 
@@ -80,6 +88,32 @@ def from_local(data: np.ndarray, distributor: Distributor) -> Any:
     obj.base = None
     obj.index = _next_index()
     return obj
+
+
+def deferred(expr: Any, distributor: Distributor) -> Any:
+    """A deferred array (a subclass of the public class) whose piece is ``expr`` not yet
+    evaluated: its ``data`` slot stays unset until the first read of ``data`` evaluates
+    (the subclass's ``__getattr__``: ``expr.force(array)``, then `settle`).  No
+    communication."""
+    obj = _new(_DEFERRED)
+    obj._expr = expr
+    obj.distributor = distributor
+    obj.hermitian = False
+    obj.base = None
+    obj.index = _next_index()
+    return obj
+
+
+def settle(obj: Any, data: Any = None) -> None:
+    """Make deferred array ``obj`` an ordinary one (the public class) holding ``data`` (or
+    the piece it holds already).  Local."""
+    if data is not None:
+        obj.data = data
+    try:
+        del obj._expr
+    except AttributeError:
+        pass
+    obj.__class__ = _PUBLIC
 
 
 def as_shape(shape: Any) -> tuple:

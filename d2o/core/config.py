@@ -11,6 +11,7 @@ Environment (read at import):
 ``D2O_CHECK_ARGS=1``     start with the ``check_args`` option on.
 ``D2O_HANG_TIMEOUT``     the initial ``hang_timeout`` in seconds (0 or ``off``: none).
 ``D2O_ABORT_ON_ERROR=0`` start with the ``abort_on_error`` option off.
+``D2O_LAZY=1``           start with the ``lazy`` option on (deferred element-wise work).
 
 Options (`set_options`, `options`) are settings of the calling process only:
 setting them communicates nothing.  ``gather`` may differ between ranks (where
@@ -56,6 +57,7 @@ _VALID: dict[str, tuple] = {
     "replicate_below": (),
     "hang_timeout": (),
     "abort_on_error": (True, False),
+    "lazy": (True, False),
 }
 #: The default ``hang_timeout`` (seconds): generous, since a legitimate program may keep
 #: the other ranks waiting while one rank computes alone.
@@ -68,6 +70,7 @@ OPTIONS: dict[str, Any] = {
     "replicate_below": 0,
     "hang_timeout": HANG_TIMEOUT,
     "abort_on_error": True,
+    "lazy": False,
 }
 _SIZES = ("fallback_limit", "replicate_below")
 
@@ -82,7 +85,7 @@ def _check(name: str, value: Any) -> None:
         if value < 0:
             raise ValueError(f"option {name!r} must be >= 0; got {value}")
         return
-    if name in ("check_args", "abort_on_error"):
+    if name in ("check_args", "abort_on_error", "lazy"):
         if not isinstance(value, bool):
             raise TypeError(f"option {name!r} takes True or False; got {value!r}")
         return
@@ -163,6 +166,12 @@ def set_options(**kwargs: Any) -> None:
         True (default; ``D2O_ABORT_ON_ERROR=0`` turns it off): under MPI with more
         than one process, an exception that escapes the script on any rank prints
         that rank's traceback and aborts the whole job (``MPI_Abort``).
+    lazy : bool
+        False (default; ``D2O_LAZY=1`` turns it on): element-wise operations run at
+        once.  True: operators and ufuncs of arrays (and scalars) record an expression
+        instead, evaluated as one fused kernel over the local piece when something
+        reads it (`d2o.ops.deferred`; ``d2o.evaluate`` forces explicitly).  Set it on
+        every rank alike.
 
     Notes
     -----
@@ -221,6 +230,7 @@ OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().lo
     "no",
     "off",
 )
+OPTIONS["lazy"] = os.environ.get("D2O_LAZY", "0").strip().lower() in ("1", "true", "yes", "on")
 _env_timeout = os.environ.get("D2O_HANG_TIMEOUT")
 if _env_timeout:
     OPTIONS["hang_timeout"] = _timeout_from_env(_env_timeout)

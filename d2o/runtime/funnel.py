@@ -12,7 +12,10 @@ flagged call does:
 * once arrays on process meshes exist (`d2o.layouts.mesh`), run operations that have no
   mesh algorithm on the slab equivalents of their mesh operands (one exchange each;
   results written back where the operation writes), and
-* in controller mode, send the call to the other ranks first.
+* in controller mode, send the call to the other ranks first, and
+* with the ``lazy`` option on, record element-wise calls instead of running them
+  (`d2o.ops.deferred`): every flag is set, so that any other outermost call first
+  evaluates the pending expressions (`_lazy`).
 
 Only the outermost public call does this; its inner calls run plain (`_depth`).
 Nothing is patched: with no mode on, no flag is set and a call costs one test.
@@ -22,12 +25,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as _np
+
+from ..api import deferred as _deferred_class  # noqa: F401 - registers the class
+from ..api.array import distributed_data_object as _Array
+from ..api.operators import BINARY, UNARY, Operators
 from ..array.slabs import on_slabs as _on_slabs
 from ..core import config as _config
 from ..core import hooks, registry
 from ..core import trace as _trace
 from ..core.comm import pending_check
-from ..core.registry import Operation
+from ..core.registry import Operation, operation_of
+from ..ops import deferred as _deferred
 from .checked import start_check
 
 __all__ = ["run", "body", "refresh", "start_check"]
@@ -47,7 +56,77 @@ def run(op: Operation, args: tuple, kwargs: dict) -> Any:
         return op.fn(*args, **kwargs)  # an inner call: no record, no check
     if controller[0] is not None:
         return controller[0](op, args, kwargs)
+    if _config.OPTIONS["lazy"] and not controlled[0]:
+        res = _lazy(op, args, kwargs)
+        if res is not _EAGER:
+            return res
     return body(op, args, kwargs)
+
+
+_EAGER = object()
+
+
+def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
+    """An outermost call with ``lazy`` on: an element-wise one recorded (`d2o.ops.deferred`);
+    before any other, or one that cannot be deferred, the pending expressions evaluated.
+    Returns ``_EAGER`` where the call is to run as usual."""
+    role = _ROLES.get(op)
+    if role is not None and (op.mesh or not mesh_in_use[0]):
+        rec = res = None
+        if _trace.active and _trace.current[0] is None:  # counts an operand's alignment
+            rec = _trace.current[0] = _trace.Record(op.name)
+        try:
+            res = _deferred_call(role, args, kwargs)
+        finally:
+            if rec is not None:
+                _trace.current[0] = None
+                if rec.collectives and res is not None:  # recorded where it moved something
+                    for t in _trace.active:
+                        t.records.append(rec)
+        if res is not None:
+            return res
+    if op.kind != "view" and op not in _READ:  # (views, getitem and evaluate only read)
+        _deferred.flush()
+    if not op.traced:  # flagged only for the flush: runs as with no mode on
+        return op.fn(*args, **kwargs)
+    return _EAGER
+
+
+def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
+    kind, ufunc, pyop = role
+    if kind == "binary":
+        return _deferred.record(ufunc, args, pyop)
+    if kind == "reflected":
+        return _deferred.record(ufunc, (args[1], args[0]), pyop)
+    if kind == "unary":
+        return _deferred.record(ufunc, args)
+    if kind == "inplace":
+        return _deferred.inplace(args[0], args[1], ufunc, pyop)
+    if kind == "ufunc":  # __array_ufunc__(self, ufunc, method, *inputs)
+        if args[2] != "__call__" or kwargs or not isinstance(args[1], _np.ufunc):
+            return None
+        return _deferred.record(args[1], args[3:])
+    # __setitem__(self, key, value): the expression written into the target
+    return True if not kwargs and _deferred.assign(*args) else None
+
+
+def _roles() -> dict:
+    """The operations `_lazy` defers: operation -> (role, ufunc or None)."""
+    roles: dict = {}
+    for name, (ufunc, pyop, iop) in BINARY.items():
+        roles[operation_of(getattr(Operators, f"__{name}__"))] = ("binary", ufunc, pyop)
+        if iop is not None:
+            roles[operation_of(getattr(Operators, f"__r{name}__"))] = ("reflected", ufunc, pyop)
+            roles[operation_of(getattr(Operators, f"__i{name}__"))] = ("inplace", ufunc, pyop)
+    for name, ufunc in UNARY.items():
+        roles[operation_of(getattr(Operators, f"__{name}__"))] = ("unary", ufunc, None)
+    roles[operation_of(_Array.__array_ufunc__)] = ("ufunc", None, None)
+    roles[operation_of(_Array.__setitem__)] = ("setitem", None, None)
+    return roles
+
+
+_ROLES = _roles()
+_READ = {operation_of(_Array.__getitem__), operation_of(_deferred.evaluate)}
 
 
 def body(op: Operation, args: tuple, kwargs: dict) -> Any:
@@ -95,9 +174,11 @@ controlled = hooks.controlled
 
 
 def _level() -> int:
-    """How much must be flagged now: 3 everything (a trace, ``check_args``, controller
-    mode), 2 the mesh fallback and the operations that leave 0-d views to the runtime,
+    """How much must be flagged now: 4 every operation (``lazy``), 3 everything traced (a
+    trace, ``check_args``, controller mode), 2 the mesh fallback and the operations that leave 0-d views to the runtime,
     1 the mesh fallback only, 0 nothing."""
+    if _config.OPTIONS["lazy"] and not controlled[0]:
+        return 4
     if _trace.active or _config.OPTIONS["check_args"] or controlled[0]:
         return 3
     return 2 if held_in_use[0] else 1 if mesh_in_use[0] else 0
@@ -107,7 +188,7 @@ def _wanted(facts: tuple, level: int) -> bool:
     """Whether the calls of operations with ``facts`` = (traced, mesh, held) need `run`
     at ``level``."""
     traced, mesh, held = facts
-    if controlled[0]:
+    if controlled[0] or level == 4:
         return True
     if not traced or level == 0:
         return False
@@ -120,6 +201,8 @@ def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level = _level()
+    if level != 4:
+        _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():
         cell[0] = _wanted(facts, level)
 

@@ -1,0 +1,290 @@
+"""Deferred element-wise work (the ``lazy`` option): expressions recorded, evaluated fused.
+
+With ``d2o.set_options(lazy=True)`` (or ``D2O_LAZY=1``) the runtime
+(`d2o.runtime.funnel`) hands the outermost operator and ufunc calls to `record`:
+instead of computing, it returns a *deferred array*, a `d2o.distributed_data_object`
+whose ``data`` slot is unset and whose ``_expr`` is a `Node` of the expression
+(operands: other nodes, this rank's pieces of the leaf arrays, scalars).  Nothing is
+computed and nothing moves: the d2o operands share one layout (operands of different
+layouts, such as shifted views on several ranks, run eagerly).
+
+Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr__``,
+`d2o.api.deferred`: the one choke point through which every operation reaches a piece) evaluates its tree with
+`d2o.ops.fused.run`: one fused kernel, locally.  Besides, before any other public
+operation the runtime evaluates every pending array (`flush`): an operation that writes
+into a leaf's memory can therefore never change what a pending expression reads.
+Assignments write the expression straight into the target (`assign`, `inplace`), after
+evaluating only the pending arrays that read the target's memory; an expression whose
+leaves overlap the target other than element for element is computed into a temporary
+first (numpy's semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
+`LIMIT` nodes at most (its operands are evaluated first); ``d2o.evaluate`` forces
+explicitly; turning ``lazy`` off evaluates everything pending.
+
+Not deferred (they run eagerly, as with ``lazy`` off): ``out=``, ``where=`` and other
+keywords, ufunc methods (``reduce``, ...), operands that are not d2o arrays or
+scalars, d2o operands whose shapes or layouts differ (broadcasting, shifted views on
+several ranks), 0-d views, operations on process meshes without a mesh algorithm,
+inner calls of other operations, and controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
+array evaluates it; a numpy array obtained earlier with ``get_local_data(copy=False)``
+and written into by numpy while an expression reading it is pending is not seen.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..array.align import SCALARS
+from ..array.base import Array as D2O
+from ..array.base import ArrayBase, deferred, settle
+from ..core.errors import defer
+from ..core.registry import operation
+from ..layouts.distributors import HeldScalar, get_distributor
+from . import fused
+from .indexing import getitem
+
+__all__ = ["Node", "record", "inplace", "assign", "flush", "evaluate", "pending", "LIMIT"]
+
+#: The most nodes one expression holds; a larger one evaluates its operands first.
+LIMIT = 32
+#: id(array) -> weak reference, for every deferred array not evaluated yet.
+PENDING: dict[int, Any] = {}
+_DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
+
+
+class Node:
+    """One recorded element-wise operation: ``ufunc(*args)`` on this rank's pieces.
+
+    ``args``: nodes, numpy arrays (pieces of leaf arrays, aligned to the result's
+    layout) and scalars.  ``value``: the result once evaluated (then ``args`` is
+    dropped, so that the leaves' memory is not held).  ``err``: ``np.geterr()`` when
+    it was recorded (divide, over, under, invalid)."""
+
+    __slots__ = ("ufunc", "call", "args", "dtype", "shape", "size", "ndim", "count", "err",
+                 "comm", "value")  # fmt: skip
+
+    def __init__(self, ufunc: np.ufunc, args: tuple, dtype: np.dtype, shape: tuple,
+                 err: tuple, comm: Any) -> None:  # fmt: skip
+        self.ufunc, self.args, self.dtype, self.err, self.comm = ufunc, args, dtype, err, comm
+        self.call: Any = ufunc  # what numpy runs: the Python operator for an operator's node
+        self.shape, self.ndim = shape, len(shape)
+        self.size = math.prod(shape)
+        count = 1
+        for a in args:
+            if type(a) is Node:
+                count += a.count
+        self.count: int = count
+        self.value: np.ndarray | None = None
+
+    def evaluate(self) -> np.ndarray:
+        """The value (evaluated now, once: one fused kernel; local)."""
+        if self.value is None:
+            self.value, error = fused.run(self)
+            self.args = ()
+            self.count = 0
+            if error is not None:  # raised once (at once on one process), then zeros
+                defer(self.comm, error)
+        return self.value
+
+    def force(self, array: Any) -> np.ndarray:
+        """Evaluate and make it ``array``'s piece (the first read of ``array.data``)."""
+        value = self.evaluate()
+        settle(array, value)
+        PENDING.pop(id(array), None)
+        return value
+
+    def leaves(self) -> list:
+        """The numpy arrays this expression reads."""
+        if self.value is not None:
+            return [self.value]
+        out: list = []
+        for a in self.args:
+            if isinstance(a, Node):
+                out.extend(a.leaves())
+            elif isinstance(a, np.ndarray):
+                out.append(a)
+        return out
+
+
+class _Ref(weakref.ref):
+    """A weak reference to a pending array that knows its key in `PENDING`."""
+
+    __slots__ = ("key",)
+    key: int
+
+
+def _gone(ref: Any) -> None:  # a pending array was dropped unevaluated
+    if PENDING.get(ref.key) is ref:
+        del PENDING[ref.key]
+
+
+def pending(x: Any) -> bool:
+    """True when ``x`` is a deferred array not evaluated yet."""
+    return id(x) in PENDING and PENDING[id(x)]() is x
+
+
+def _force(x: Any) -> None:
+    try:
+        _DATA.__get__(x, type(x))  # a piece set meanwhile (set_local_data): keep it
+    except AttributeError:
+        settle(x, x._expr.evaluate())
+    else:
+        settle(x)
+    PENDING.pop(id(x), None)
+
+
+def flush(target: np.ndarray | None = None, keep: Any = None) -> None:
+    """Evaluate every pending array (with ``target``: those reading its memory only;
+    ``keep``: one not to evaluate).  Local."""
+    for ref in list(PENDING.values()):
+        x = ref()
+        if x is None or x is keep or not pending(x):
+            continue
+        if target is None or any(np.may_share_memory(v, target) for v in x._expr.leaves()):
+            _force(x)
+
+
+def _register(node: Node, d: Any) -> Any:
+    x = deferred(node, d)
+    ref = PENDING[id(x)] = _Ref(x, _gone)
+    ref.key = id(x)
+    return x
+
+
+def _operand(x: Any) -> Any:
+    if pending(x):
+        node = x._expr
+        return node.value if node.value is not None else node
+    return x.data
+
+
+def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
+    """``ufunc(*inputs)`` as a deferred array, or None where it is not deferred (see the
+    module notes: the caller runs it eagerly).  ``call``: the Python operator an
+    operator runs instead (numpy's operators have special cases: ``a ** 2`` is
+    ``square``).  Local: the d2o operands share one layout."""
+    call = ufunc if call is None else call
+    if ufunc.nout != 1 or ufunc.signature is not None:
+        return None
+    arrays = []
+    for x in inputs:
+        if isinstance(x, D2O):
+            arrays.append(x)
+        elif not isinstance(x, SCALARS):
+            return None
+    if not arrays:
+        return None
+    first = arrays[0]
+    shape, comm = first.shape, first.distributor.comm
+    for x in arrays:
+        d = x.distributor
+        if x.shape != shape or d.comm is not comm or type(d) is HeldScalar:
+            return None
+    target = first.distributor
+    if any(x.distributor is not target for x in arrays):
+        # operands of other layouts (shifted views on several ranks) run eagerly: its
+        # segmented path reads the neighbours' boundary rows without copying the pieces,
+        # which a fused kernel over aligned copies does not beat yet
+        return None
+    if target.replicated and target is not get_distributor("not", shape, comm):
+        return None
+    # numpy's dtype and type errors (casting, Python ints out of bounds): a probe on
+    # empty operands, which depends on global dtypes and scalars alone, so that its
+    # error is raised here, when the expression is built, on every rank alike
+    # (empty operands: no floating-point warnings)
+    probe = call(*[np.empty(0, x._expr.dtype if pending(x) else x.dtype)
+                   if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
+    args = tuple(_operand(x) if isinstance(x, D2O) else x for x in inputs)
+    if 1 + sum(a.count for a in args if type(a) is Node) > LIMIT:
+        args = tuple(a.evaluate() if type(a) is Node else a for a in args)
+    err = np.geterr()
+    node = Node(ufunc, args, probe.dtype, target.local_shape,
+                (err["divide"], err["over"], err["under"], err["invalid"]), comm)  # fmt: skip
+    node.call = call
+    return _register(node, target)
+
+
+def _write(out: np.ndarray, value: Any, keep: Any = None) -> None:
+    """Write deferred array ``value`` into ``out`` (numpy's assignment casting): the
+    pending arrays reading ``out``'s memory are evaluated first (``value`` among them
+    unless it is ``keep``, then copied); otherwise one kernel straight into ``out``."""
+    flush(out, keep)
+    if pending(value):
+        _, error = fused.run(value._expr, out)
+        if error is not None:
+            defer(value._expr.comm, error)
+    else:
+        out[...] = value.data
+
+
+def inplace(self: Any, other: Any, ufunc: np.ufunc, call: Any = None) -> Any:
+    """``self <op>= other`` deferred or fused into self's piece; None where it runs eagerly
+    (another dtype or layout: numpy's casting rules and errors)."""
+    if not isinstance(self, D2O):
+        return None
+    res = record(ufunc, (self, other), call)
+    if res is None or res._expr.dtype != (self._expr.dtype if pending(self) else self.dtype):
+        return _drop(res)
+    if res.distributor is not self.distributor:
+        return _drop(res)
+    if pending(self):  # a fresh array nobody views: its expression grows
+        self._expr = res._expr
+        _drop(res)
+        return self
+    _write(self.data, res, keep=res)  # (res is dropped: it may read self's memory)
+    _drop(res)
+    return self
+
+
+def _drop(x: Any) -> None:
+    if x is not None and pending(x):
+        del x._expr
+        PENDING.pop(id(x), None)
+    return None
+
+
+def _basic(key: Any) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, slice) or k is Ellipsis for k in keys)
+
+
+def assign(self: Any, key: Any, value: Any) -> bool:
+    """``self[key] = value`` for a d2o ``value`` of the view's very layout and a key of
+    slices: a deferred ``value`` is evaluated straight into the view's piece (after the
+    pending arrays reading it), an evaluated one copied.  False where the key or the
+    layouts differ (the caller assigns eagerly).  Local.  The decision depends on global
+    facts alone (whether ``value`` is still pending may differ between ranks)."""
+    if not (isinstance(self, D2O) and isinstance(value, D2O) and _basic(key)):
+        return False
+    if type(self.distributor) is HeldScalar or type(value.distributor) is HeldScalar:
+        return False
+    view = getitem(self, key)
+    if not isinstance(view, D2O) or view.base is None or view.distributor is not value.distributor:
+        return False
+    _write(view.data, value)
+    return True
+
+
+@operation(kind="local", communicates=False, mesh=True, held="local")
+def evaluate(*arrays: Any) -> None:
+    """Evaluate deferred arrays now (the ``lazy`` option): each one fused kernel over its
+    local piece.  Without arguments, every pending array.  Local: nothing moves.
+
+    Examples
+    --------
+    >>> import d2o
+    >>> a = d2o.arange(4)
+    >>> with d2o.options(lazy=True):
+    ...     b = 2 * a + 1
+    ...     d2o.evaluate(b)
+    >>> b.get_full_data()
+    array([1, 3, 5, 7])
+    """
+    if not arrays:
+        flush()
+    for x in arrays:
+        if isinstance(x, D2O) and pending(x):
+            _force(x)

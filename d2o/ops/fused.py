@@ -1,0 +1,276 @@
+"""Fused local kernels: one deferred expression evaluated over this rank's piece.
+
+`d2o.ops.deferred` records element-wise work as a tree of `Node` s; `run` evaluates one
+tree on the local pieces, purely locally (no communication).  The engine is numexpr
+(blockwise, no full-size temporaries, loaded at the first fused evaluation, never at
+``import d2o``): the largest subtrees it evaluates exactly as numpy does become one
+numexpr kernel each, compiled once per expression and operand dtypes (`_KERNELS`);
+every other node runs numpy's ufunc on its evaluated operands (numpy's own result,
+warnings and errors).
+
+A node goes to numexpr only when numexpr computes numpy's values in numpy's dtype:
+
+* its loop dtypes (numpy's own resolution, NEP 50: Python scalars are weak) are all
+  float32 or float64 (arithmetic, ``sqrt``, ``abs``, ``floor``, ``ceil``), float or
+  integer for comparisons (result bool), bool for ``&``, ``|``, ``^``, ``~``; each array operand already has its loop dtype (scalars are
+  cast to it, as numpy casts them); integer arithmetic (wrapping, division, powers),
+  ``//``, ``%`` and complex numbers always run on numpy;
+* ``np.errstate`` is 'ignore' or 'warn' for every floating-point error: numexpr
+  raises no floating-point warnings, so with lazy on a fused kernel does not warn
+  where numpy would (documented difference); under 'raise', 'call', 'print' or 'log'
+  every node runs on numpy, which warns, calls or raises exactly as numpy does.
+
+``+ - * /``, ``sqrt``, comparisons, ``abs``, ``floor`` and ``ceil`` are correctly
+rounded in both engines, and ``**`` with a scalar exponent 2 is ``x*x`` in both: a
+fused result is numpy's bit for bit.  Other powers and the transcendental functions
+(``exp``, ``log``, ``sin``, ...) run on numpy (its SIMD loops are faster than
+numexpr's C-library calls on one thread, and give numpy's own bits).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..core.comm import default_comm
+from ..core.records import Record, active
+
+__all__ = ["run", "kernels"]
+
+_NE: list = [None]  # numexpr, loaded at the first fused evaluation (False: not installed)
+
+#: numpy ufunc -> numexpr binary operator
+_BINARY: dict[Any, str] = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/",
+           np.power: "**"}  # fmt: skip
+_COMPARE = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=",
+            np.equal: "==", np.not_equal: "!="}  # fmt: skip
+_LOGICAL = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.logical_and: "&",
+            np.logical_or: "|", np.logical_xor: "^"}  # fmt: skip
+#: numpy ufunc -> numexpr function (float arguments and result).  Only correctly rounded
+#: ones: numpy's transcendental functions (exp, log, sin, ...) are SIMD loops, faster
+#: than numexpr's C-library calls on one thread and not bit-equal to them, so they run
+#: on numpy (their operands and consumers still fuse around them).
+_FUNCS: dict[Any, str] = {np.sqrt: "sqrt", np.floor: "floor", np.ceil: "ceil",
+                          np.absolute: "abs"}  # fmt: skip
+#: functions numpy and numexpr both compute correctly rounded (bit-for-bit equal)
+EXACT = frozenset({np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.absolute,
+                   np.floor, np.ceil, np.negative, *_COMPARE, *_LOGICAL})  # fmt: skip
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_ORDERED = (*_FLOATS, np.dtype(np.int32), np.dtype(np.int64))
+_BOOL = np.dtype(bool)
+#: numexpr's signature type of each dtype it takes
+_SIG = {np.dtype(bool): bool, np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64,
+        np.dtype(np.float32): float, np.dtype(np.float64): np.float64}  # fmt: skip
+_QUIET = ("ignore", "warn")
+
+#: (expression, operand dtypes) -> compiled numexpr kernel
+_KERNELS: dict = {}
+
+
+def kernels() -> int:
+    """How many fused kernels are compiled and cached in this process."""
+    return len(_KERNELS)
+
+
+def _numexpr() -> Any:
+    """numexpr, imported at the first fused evaluation (False where not installed).  Under
+    MPI with several ranks it runs one thread per rank (``D2O_FUSION_THREADS`` sets it)."""
+    if _NE[0] is None:
+        try:
+            import numexpr  # third-party, loaded lazily: import-time budget
+        except ImportError:  # pragma: no cover - the fusion extra is not installed
+            _NE[0] = False
+            return False
+        threads = os.environ.get("D2O_FUSION_THREADS")
+        if threads:
+            numexpr.set_num_threads(int(threads))
+        elif default_comm().size > 1:
+            numexpr.set_num_threads(1)
+        _NE[0] = numexpr
+    return _NE[0]
+
+
+def _loop(node: Any) -> tuple | None:
+    """numpy's loop dtypes (inputs..., output) of ``node``, NEP 50 scalars weak; None where
+    numpy resolves none (a type error numpy raises itself)."""
+    types: list = []
+    for a in node.args:
+        if isinstance(a, np.ndarray) or hasattr(a, "ufunc"):
+            types.append(a.dtype)
+        elif isinstance(a, np.generic):
+            types.append(a.dtype)
+        elif isinstance(a, bool):
+            types.append(_BOOL)
+        else:
+            types.append(type(a))
+    try:
+        return tuple(node.ufunc.resolve_dtypes((*types, None)))
+    except Exception:
+        return None
+
+
+def _engine_ok(node: Any) -> bool:
+    """True when numexpr computes ``node`` exactly as numpy does (see the module notes)."""
+    if node.value is not None or not all(e in _QUIET for e in node.err):
+        return False
+    f = node.ufunc
+    loop = _loop(node)
+    if loop is None or loop[-1] != node.dtype:
+        return False
+    ins, res = loop[:-1], loop[-1]
+    if f is np.power and not _is_two(node.args[1]):
+        return False  # numpy's powers have special cases (0.5 is sqrt, -1 reciprocal)
+    if f in _BINARY or f in _FUNCS or f is np.negative:
+        ok = res in _FLOATS and all(d == res for d in ins)
+    elif f in _COMPARE:
+        ok = res == _BOOL and ins[0] in _ORDERED and all(d == ins[0] for d in ins)
+    elif f in _LOGICAL or f is np.invert or f is np.logical_not:
+        ok = res == _BOOL and all(d == _BOOL for d in ins)
+    else:
+        return False
+    if not ok:
+        return False
+    for a, d in zip(node.args, ins):
+        if (isinstance(a, np.ndarray) or hasattr(a, "ufunc")) and a.dtype != d:
+            return False
+    return True
+
+
+class _Builder:
+    """One numexpr expression: its text, its variables (deduplicated by identity), and
+    the operations it holds (for the trace)."""
+
+    def __init__(self, ops: list) -> None:
+        self.names: dict[int, str] = {}
+        self.values: list = []
+        self.ops = ops
+
+    def var(self, value: Any) -> str:
+        name = self.names.get(id(value))
+        if name is None:
+            name = self.names[id(value)] = f"v{len(self.values)}"
+            self.values.append(value)
+        return name
+
+    def text(self, node: Any) -> str:
+        loop = _loop(node)
+        assert loop is not None
+        f = node.ufunc
+        args = node.args
+        if f is np.power and _is_two(args[1]):  # numpy's square: x*x in both engines
+            args = args[:1]
+        parts = []
+        for a, d in zip(args, loop):
+            if hasattr(a, "ufunc"):  # a node: inline where numexpr takes it too
+                if a.value is None and _engine_ok(a):
+                    parts.append(self.text(a))
+                else:
+                    parts.append(self.var(_evaluate(a, self.ops)))
+            elif isinstance(a, np.ndarray):
+                parts.append(self.var(a))
+            else:  # a scalar, cast to its loop dtype as numpy casts it
+                parts.append(self.var(np.asarray(a).astype(d)))
+        self.ops.append(f.__name__)
+        if len(args) < len(node.args):
+            return f"({parts[0]} * {parts[0]})"
+        if f in _BINARY:
+            return f"({parts[0]} {_BINARY[f]} {parts[1]})"
+        if f in _COMPARE:
+            return f"({parts[0]} {_COMPARE[f]} {parts[1]})"
+        if f in _LOGICAL:
+            return f"({parts[0]} {_LOGICAL[f]} {parts[1]})"
+        if f is np.negative:
+            return f"(-{parts[0]})"
+        if f is np.invert or f is np.logical_not:
+            return f"(~{parts[0]})"
+        return f"{_FUNCS[f]}({', '.join(parts)})"
+
+
+def _is_two(x: Any) -> bool:
+    return not hasattr(x, "ufunc") and not isinstance(x, np.ndarray) and x == 2
+
+
+def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
+    """``node`` by numpy's ufunc on its evaluated operands, under its recorded errstate."""
+    args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
+    ops.append(node.ufunc.__name__)
+    err = dict(zip(("divide", "over", "under", "invalid"), node.err))
+    with np.errstate(**err):
+        if out is not None and out.dtype == node.dtype and node.call is node.ufunc:
+            return node.ufunc(*args, out=out)
+        res = node.call(*args)
+        if out is not None:
+            out[...] = res
+        return res
+
+
+def _overlaps(values: list, out: np.ndarray) -> bool:
+    """True when an operand shares memory with ``out`` other than element for element
+    (numexpr reads and writes blockwise: only identical operands are safe)."""
+    p = out.__array_interface__["data"][0]
+    for v in values:
+        if isinstance(v, np.ndarray) and v.ndim and np.may_share_memory(v, out):
+            same = v.__array_interface__["data"][0] == p and v.strides == out.strides
+            if not (same and v.shape == out.shape):
+                return True
+    return False
+
+
+def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
+    """``node``'s value (written into ``out`` when given); materialised nodes give theirs."""
+    if node.value is not None:
+        if out is not None:
+            out[...] = node.value
+            return out
+        return node.value
+    ne: Any = _numexpr() if node.size and node.ndim else False
+    if not ne or not _engine_ok(node):
+        return _numpy(node, ops, out)
+    b = _Builder(ops)
+    text = b.text(node)
+    key = (text, tuple(v.dtype for v in b.values))
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        sig = [(f"v{i}", _SIG[v.dtype]) for i, v in enumerate(b.values)]
+        try:
+            kernel = ne.NumExpr(text, signature=sig)
+        except Exception:  # pragma: no cover - an expression numexpr refuses: numpy's
+            kernel = False
+        _KERNELS[key] = kernel
+    if kernel is False:  # pragma: no cover
+        return _numpy(node, ops, out)
+    direct = out is not None and out.dtype == node.dtype and not _overlaps(b.values, out)
+    res = kernel(*b.values, out=out if direct else None, order="K", casting="safe",
+                 ex_uses_vml=False)  # fmt: skip
+    if res.dtype != node.dtype:  # pragma: no cover - excluded by _engine_ok
+        res = res.astype(node.dtype)
+    if out is not None and not direct:
+        out[...] = res
+        return out
+    return res
+
+
+def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:
+    """Evaluate the deferred expression ``node`` on this rank's pieces (into ``out`` when
+    given): one fused kernel, recorded in the active traces as one entry
+    ``fused(<its operations>)`` moving nothing.  Local.  Returns the value and the
+    data-dependent numpy error it met (integer ``**`` negative, ``np.errstate(...=
+    'raise')``), if any: then the value is zeros, and the caller defers the error
+    (`d2o.core.errors.defer`)."""
+    ops: list[str] = []
+    error = None
+    try:
+        res = _evaluate(node, ops, out)
+    except (ValueError, ArithmeticError) as exc:
+        error = exc
+        res = np.zeros(node.shape, dtype=node.dtype)
+        if out is not None:
+            out[...] = res
+            res = out
+    if active:
+        rec = Record(f"fused({', '.join(ops)})")
+        for t in active:
+            t.records.append(rec)
+    return res, error

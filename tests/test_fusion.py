@@ -1,0 +1,398 @@
+"""Deferred element-wise work and fused kernels (the ``lazy`` option; d2o.ops.deferred).
+
+numpy is the oracle: random element-wise expressions (derandomized Hypothesis) over
+views of one array, with assignments into overlapping targets; dtype promotion (NEP 50);
+the forcing points; errors raised on every rank; one trace entry per fused kernel.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _helpers import layouts, make, sample
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import d2o
+from d2o.ops import deferred, fused
+from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
+
+
+@pytest.fixture(autouse=True)
+def lazy():
+    with d2o.options(lazy=True):
+        yield
+
+
+def _pending(x) -> bool:
+    return deferred.pending(x)
+
+
+DTYPES = ["float64", "float32", "int64", "int32", "int8", "uint8", "bool", "complex128"]
+
+
+def _exprs(dt: str) -> list:
+    """Expressions f(xp, a, b) valid for numpy and distributed operands of dtype ``dt``."""
+    kind = np.dtype(dt).kind
+    out = [
+        lambda xp, a, b: a + b * 2,
+        lambda xp, a, b: (a - b) * a + 1,
+        lambda xp, a, b: (a < b) | (a >= b),
+        lambda xp, a, b: xp.multiply(a, a) - b,
+    ]
+    if kind == "b":
+        out = [lambda xp, a, b: (a & b) | ~a, lambda xp, a, b: a ^ b == a, lambda xp, a, b: a + b]
+    if kind in "fc":
+        out += [
+            lambda xp, a, b: 0.25 * (a + b + a * b) / 3.0,
+            lambda xp, a, b: -(a**2) + abs(b),
+            lambda xp, a, b: xp.sqrt(a * a + b * b) - a,
+        ]
+    if kind == "f":
+        out += [lambda xp, a, b: xp.floor(a) + xp.ceil(b) * (a > 0), lambda xp, a, b: a**0.5]
+    if kind in "iu":
+        out += [lambda xp, a, b: a // 3 + a % 4 - (b << 1), lambda xp, a, b: a**2 - b]
+    return out
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_expressions_equal_numpy_on_every_layout(dt):
+    a = sample((5, 4), dt, positive=True)
+    b = sample((5, 4), dt, seed=1, positive=True)
+    for strategy, axis in layouts(2):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        for f in _exprs(dt):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = f(np, a, b)
+                got = f(np, x, y)
+            assert_equal_to_numpy(got, expected)  # bit for bit, dtype included
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (0, 3), (2, 0), ()])
+def test_empty_and_tiny(shape):
+    a = sample(shape, "float64")
+    for strategy, axis in layouts(len(shape)):
+        x = make(a, strategy, axis)
+        assert_equal_to_numpy(2 * x + x * x - 1.5, 2 * a + a * a - 1.5)
+
+
+def test_transcendentals_are_numpys():
+    """exp, log, sin, ... run on numpy inside a fused expression: numpy's bits."""
+    a = sample((40,), "float64", positive=True) + 0.5
+    for dt in ("float64", "float32"):
+        v = a.astype(dt)
+        for strategy, axis in layouts(1):
+            x = make(v, strategy, axis)
+            for f in (np.exp, np.log, np.sin, np.cos, np.tanh, np.log1p, np.arctan):
+                assert_equal_to_numpy(f(x * 0.5) * 2 + 1, f(v * 0.5) * 2 + 1)
+
+
+# -- dtype promotion (NEP 50) ---------------------------------------------------------
+
+
+PROMOTIONS = [
+    ("float32", lambda a: a * 0.1),  # a Python float is weak: float32
+    ("float32", lambda a: a + np.float64(1.0)),  # a numpy scalar is not: float64
+    ("int32", lambda a: a * 2.5),
+    ("int32", lambda a: a + 7),
+    ("int8", lambda a: a + np.int64(3)),
+    ("uint8", lambda a: a * 3 + 250),  # wraps as numpy does
+    ("int64", lambda a: a / 2),
+    ("bool", lambda a: a + 1),
+    ("bool", lambda a: a * 1.5),
+    ("float32", lambda a: np.sqrt(a) + 1j),
+    ("int32", lambda a: a < 2.5),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PROMOTIONS)))
+def test_dtype_promotion(case):
+    dt, f = PROMOTIONS[case]
+    a = sample((6,), dt, positive=True)
+    for strategy, axis in layouts(1):
+        x = make(a, strategy, axis)
+        r = f(x)
+        collective_assert(_pending(r), "deferred")
+        with np.errstate(all="ignore"):
+            assert_equal_to_numpy(r, f(a))
+
+
+def test_python_int_out_of_bounds_raised_when_built():
+    x = make(sample((4,), "uint8"), "equal")
+    assert_raises_everywhere(OverflowError, lambda: x + 300)
+    assert_raises_everywhere(OverflowError, lambda: x - 1 + -1)
+
+
+def test_shape_mismatch_raised_when_built():
+    x = make(sample((3, 4), "float64"), "equal")
+    y = make(sample((4, 3), "float64"), "equal")
+    s = x * 2  # deferred
+    assert_raises_everywhere(ValueError, lambda: s + y)
+    assert_equal_to_numpy(s, sample((3, 4), "float64") * 2)
+
+
+def test_type_error_raised_when_built():
+    x = make(sample((4,), "bool"), "equal")
+    assert_raises_everywhere(TypeError, lambda: x - x)
+    f = make(sample((4,), "float64"), "equal")
+    assert_raises_everywhere(TypeError, lambda: f << 1)
+
+
+def test_integer_division_by_zero_warns_as_numpy():
+    a = np.arange(6)
+    x = make(a, "equal")
+    r = x // 0
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        d2o.evaluate(r)
+    with np.errstate(divide="ignore"):
+        expected = a // 0
+    assert_equal_to_numpy(r, expected)
+
+
+def test_errstate_raise_is_numpys():
+    a = np.arange(8.0)
+    x = make(a, "equal")
+    with np.errstate(divide="raise"):
+        r = x / 0.0  # recorded under 'raise': evaluated by numpy, which raises
+    assert_raises_everywhere(FloatingPointError, r.get_full_data)
+
+
+def test_errstate_warn_is_silent_in_a_fused_kernel():
+    """numexpr raises no floating-point warnings: documented in d2o.ops.fused."""
+    a = np.arange(1.0, 9.0)
+    x = make(a, "equal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(divide="warn"):
+            r = x / 0.0 + 1
+        got = r.get_full_data()
+    with np.errstate(divide="ignore"):
+        collective_assert(np.array_equal(got, a / 0.0 + 1), "values")
+
+
+def test_negative_integer_power_raised_at_evaluation():
+    x = make(np.arange(1, 9), "equal")
+    r = x ** (-1 * x)
+    assert_raises_everywhere(ValueError, r.get_full_data)
+
+
+# -- forcing ----------------------------------------------------------------------------
+
+
+def test_forcing_points():
+    a = sample((6, 3), "float64")
+    for strategy, axis in layouts(2):
+        x = make(a, strategy, axis)
+        checks = [
+            (lambda r: r.get_full_data(), lambda e: e),
+            (lambda r: r.sum(), lambda e: e.sum()),
+            (lambda r: r[1:3], lambda e: e[1:3]),
+            (lambda r: r.copy(), lambda e: e),
+            (lambda r: np.cumsum(r, axis=0), lambda e: np.cumsum(e, axis=0)),
+        ]
+        for get, ref in checks:
+            r = x * 3 - 1
+            collective_assert(_pending(r), "deferred")
+            got = get(r)
+            collective_assert(not _pending(r), "evaluated")
+            if isinstance(got, d2o.distributed_data_object):
+                assert_equal_to_numpy(got, ref(a * 3 - 1), rtol=1e-12)
+            else:
+                collective_assert(np.allclose(got, ref(a * 3 - 1)), "value")
+        r = x + 1
+        text = repr(r)
+        collective_assert(not _pending(r) and "distributed_data_object" in text, text)
+        r = x + 1
+        rows = [np.asarray(row) for row in r]
+        collective_assert(np.array_equal(np.array(rows), a + 1), "iteration")
+
+
+def test_scalars_and_local_data_force():
+    x = make(np.array([2.5]), "equal")
+    r = x * 2
+    collective_assert(float(r) == 5.0 and bool(r > 4), "float/bool")
+    y = make(np.arange(6.0), "equal")
+    r = y + 1
+    loc = r.get_local_data()
+    collective_assert(np.array_equal(loc, y.get_local_data() + 1), "local data")
+
+
+def test_writes_into_a_leaf_force_pending_expressions_first():
+    a = np.arange(10.0)
+    x = make(a, "equal")
+    r = x * 2
+    x[3] = 100.0  # r reads x: evaluated before the write
+    x += 1
+    x.fill(0.0)
+    assert_equal_to_numpy(r, a * 2)
+
+
+def test_named_intermediates_and_inplace_of_a_deferred_array():
+    a = sample((7,), "float64")
+    x = make(a, "equal")
+    t = x + 1
+    u = t * t
+    t += 2  # t's expression grows; u keeps t's old value
+    assert_equal_to_numpy(u, (a + 1) * (a + 1))
+    assert_equal_to_numpy(t, a + 3)
+
+
+def test_graph_size_limit():
+    x = make(np.zeros(5), "equal")
+    y = x
+    for _ in range(100):
+        y = y + 1
+    collective_assert(y._expr.count <= deferred.LIMIT, "bounded graph")
+    assert_equal_to_numpy(y, np.full(5, 100.0))
+
+
+def test_evaluate_and_turning_lazy_off():
+    x = make(np.arange(4.0), "equal")
+    r, s = x + 1, x * 2
+    d2o.evaluate(r)
+    collective_assert(not _pending(r) and _pending(s), "explicit")
+    d2o.set_options(lazy=False)  # the fixture turns it back on
+    collective_assert(not _pending(s), "lazy off evaluates everything")
+    assert_equal_to_numpy(s, np.arange(4.0) * 2)
+    d2o.set_options(lazy=True)
+    with pytest.raises(TypeError):
+        d2o.set_options(lazy="yes")
+
+
+def test_lazy_off_is_eager():
+    with d2o.options(lazy=False):
+        x = make(np.arange(4.0), "equal")
+        r = x + 1
+        collective_assert(not _pending(r), "eager")
+
+
+# -- assignment and aliasing ------------------------------------------------------------
+
+
+def test_aliasing_as_numpy():
+    for strategy, axis in layouts(1):
+        a = np.arange(12.0)
+        x = make(a, strategy, axis)
+        x += x[::-1]
+        a += a[::-1]
+        x[1:] = x[:-1] + 1
+        a[1:] = a[:-1] + 1
+        x[:-2] = x[2:] * 2 - x[:-2]
+        a[:-2] = a[2:] * 2 - a[:-2]
+        assert_equal_to_numpy(x, a)
+
+
+def _stencil(u):
+    return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_stencil_assignment(inplace):
+    a = sample((9, 7), "float64")
+    for strategy, axis in layouts(2):
+        u = make(a, strategy, axis)
+        ref = a.copy()
+        target = u if inplace else u.copy()
+        target[1:-1, 1:-1] = _stencil(u)
+        ref[1:-1, 1:-1] = _stencil(a)  # Jacobi: the right side first
+        assert_equal_to_numpy(target, ref)
+
+
+def test_fused_assignment_writes_straight_into_the_target():
+    """On one process the stencil into another array is one kernel; on several, the
+    shifted views run eagerly (their layouts differ).  Only boundary rows move."""
+    n = 64
+    a = sample((n, n), "float64")
+    u = make(a, "equal")
+    new = u.copy()
+    with d2o.trace() as t:
+        new[1:-1, 1:-1] = _stencil(u)
+    fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+    if d2o.default_comm().size == 1:  # (on several ranks the shifted views run eagerly)
+        collective_assert(len(fusedrecs) == 1, [r.op for r in t.records])
+        collective_assert(fusedrecs[0].count("add") == 3, fusedrecs[0])
+    # only boundary rows move: never the whole array
+    collective_assert(t.bytes_sent <= 12 * n * 8, f"{t.bytes_sent} bytes")
+    ref = a.copy()
+    ref[1:-1, 1:-1] = _stencil(a)
+    assert_equal_to_numpy(new, ref)
+
+
+def test_trace_one_entry_per_fused_kernel():
+    a = sample((50,), "float64")
+    x, y = make(a, "equal"), make(a + 1, "equal")
+    with d2o.trace() as t:
+        r = (x * 2 + y) / (y * y + 1)
+        d2o.evaluate(r)
+    ops = [rec.op for rec in t.records]
+    collective_assert(ops.count("fused(multiply, add, multiply, add, divide)") == 1, ops)
+    collective_assert(t.bytes_sent == 0 and t.bytes_received == 0 and t.collectives == 0, ops)
+    b = a + 1
+    assert_equal_to_numpy(r, (a * 2 + b) / (b * b + 1))
+
+
+def test_kernels_are_cached():
+    x = make(np.arange(20.0), "equal")
+    d2o.evaluate(x * 3.0 + 1.0)
+    n = fused.kernels()
+    for k in range(3):
+        d2o.evaluate(x * float(k) + 1.0)
+    collective_assert(fused.kernels() == n, "one kernel per signature")
+
+
+# -- properties: random expressions over views of one array ------------------------------
+
+OPS = [
+    lambda p, q: p + q,
+    lambda p, q: p - q,
+    lambda p, q: p * q,
+    lambda p, q: p * 0.5 + q,
+    lambda p, q: (p + 1.5) / (abs(q) + 1.0),
+    lambda p, q: p - 2 * q,
+    lambda p, q: -p + q**2,
+    lambda p, q: np.sqrt(abs(p)) + q,
+]
+
+
+@st.composite
+def programs(draw):
+    n = draw(st.integers(3, 12))
+    length = draw(st.integers(1, n))
+    offsets = st.integers(0, n - length)
+    leaves = draw(st.lists(offsets, min_size=2, max_size=5))
+    steps = draw(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 99)),
+                          min_size=1, max_size=6))  # fmt: skip
+    target = draw(offsets)
+    mode = draw(st.sampled_from(["assign", "iadd", "new"]))
+    layout = draw(st.sampled_from(layouts(1)))
+    return n, length, leaves, steps, target, mode, layout
+
+
+def _run(program, x):
+    n, length, leaves, steps, target, mode, _ = program
+    views = [x[o : o + length] for o in leaves]
+    e = views[0]
+    for op, pick in steps:
+        e = OPS[op](e, views[pick % len(views)])
+    if mode == "assign":
+        x[target : target + length] = e
+    elif mode == "iadd":
+        v = x[target : target + length]
+        v += e
+    else:
+        return e
+    return x
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_expressions_over_views_match_numpy(program):
+    n, *_, layout = program
+    a = sample((n,), "float64")
+    x = make(a, *layout)
+    got = _run(program, x)
+    expected = _run(program, a.copy())
+    assert_equal_to_numpy(got, expected)
