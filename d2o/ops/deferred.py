@@ -276,7 +276,8 @@ def evaluate(*arrays: Any) -> None:
     Examples
     --------
     >>> import d2o
-    >>> a = d2o.arange(4)
+    >>> import d2o.numpy as dnp
+    >>> a = dnp.arange(4)
     >>> with d2o.options(lazy=True):
     ...     b = 2 * a + 1
     ...     d2o.evaluate(b)
