@@ -14,8 +14,9 @@ page and docs/scaling-model.md show it).  At every P:
 * **calibration** (ranks 0 and 1): a ping-pong of 8 B ... 4 MiB (the fastest of many round
   trips: load on the machine only adds time) gives ``L + 2 o`` (the one-way time of 8
   bytes) and ``G`` (the slope between 1 and 4 MiB); posting a small send, at the fastest,
-  gives ``o``, and a stream of 800 of them the time per message ``g``; ``gamma``: numpy's
-  ``add`` per byte (the reductions' arithmetic);
+  gives ``o``, and a stream of 800 of them the time per message ``g``; ``gamma``: MPI's
+  own ``SUM`` per byte (``MPI_Reduce_local``: the reductions' arithmetic); ``entry``: each
+  collective called on ``COMM_SELF`` (the software cost of entering it, no message);
 * **time**: MPICH's own collectives (mpi4py buffer calls: Allreduce, Bcast, Allgather,
   Alltoall), each call timed alone, the fastest run, beside the calibrated model, where
   the cores are not oversubscribed (2 ranks here; the model aims at 2x).
@@ -115,16 +116,48 @@ def calibrate(comm, name: str = "this machine") -> cm.Network:
             mpi.Send(small, dest=peer, tag=9)
     fit = None
     if comm.rank == 0:  # L + 2 o: the smallest message; G: the slope between the largest two
-        a, b = np.zeros(1 << 20), np.ones(1 << 20)
-        t0 = time.perf_counter()
-        for _ in range(20):
-            np.add(a, b, out=b)
-        gamma = (time.perf_counter() - t0) / 20 / a.nbytes
-        fit = (times[0], (times[-1] - times[-2]) / (ping[-1] - ping[-2]), o, g, gamma)
-    base, G, o, g, gamma = comm.bcast(fit)
+        fit = (times[0], (times[-1] - times[-2]) / (ping[-1] - ping[-2]), o, g, _gamma(),
+               _entries())  # fmt: skip
+    base, G, o, g, gamma, entry = comm.bcast(fit)
     o = min(o, base / 2)
     return cm.Network(name, L=base - 2 * o, o=o, g=max(g, o), G=max(G, 1e-13), gamma=gamma,
-                      source="benchmarks/bench_costmodel.py")  # fmt: skip
+                      entry=entry, source="benchmarks/bench_costmodel.py")  # fmt: skip
+
+
+def _fastest(fn, reps: int) -> float:
+    best = math.inf
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _gamma() -> float:
+    """Seconds per byte of MPI's own ``SUM`` on float64 (``MPI_Reduce_local``, 1 MiB): the
+    arithmetic a reduction's every step does."""
+    from mpi4py import MPI  # the launching process never initialises MPI
+
+    a, b = np.ones(1 << 17), np.ones(1 << 17)
+    return _fastest(lambda: MPI.SUM.Reduce_local(a, b), 50) / a.nbytes
+
+
+def _entries() -> tuple:
+    """The software cost of entering each timed collective once: the call on a one-rank
+    communicator (``COMM_SELF``, 8 bytes; no message, the local copy of the rank's own
+    block included), the fastest of many."""
+    from mpi4py import MPI
+
+    me = MPI.COMM_SELF
+    a, b = np.ones(8, np.uint8), np.empty(8, np.uint8)
+    calls = {
+        "Allreduce": lambda: me.Allreduce(a, b),
+        "Bcast": lambda: me.Bcast(a, root=0),
+        "Allgather": lambda: me.Allgather(a, b),
+        "Alltoall": lambda: me.Alltoall(a, b),
+        "Barrier": lambda: me.Barrier(),
+    }
+    return tuple((k, _fastest(f, 400)) for k, f in calls.items())
 
 
 def _native(comm, kind: str, n: int):
@@ -175,7 +208,8 @@ def measure() -> dict:
     if comm.rank == 0:
         print(f"\n{p} ranks{' (oversubscribed)' if over else ''}: L = {net.L * 1e6:.2f} us, "
               f"o = {net.o * 1e6:.2f} us, g = {net.g * 1e6:.2f} us, "
-              f"G = {net.G * 1e9:.3f} ns/B, gamma = {net.gamma * 1e9:.3f} ns/B")  # fmt: skip
+              f"G = {net.G * 1e9:.3f} ns/B, gamma = {net.gamma * 1e9:.3f} ns/B; entry "
+              + ", ".join(f"{k} {v * 1e6:.2f} us" for k, v in net.entry))  # fmt: skip
         for r in rows:
             print(f"  {r['kind']:10} {r['bytes']:>8} B  {r['algorithm']:28} messages "
                   f"{r['messages']} (model {r['model_messages']}), bytes {r['sent']} "
@@ -184,7 +218,10 @@ def measure() -> dict:
             print(f"  {r['kind']:10} {r['bytes']:>8} B  measured {r['measured_s'] * 1e6:9.1f} us"
                   f"  model {r['model_s'] * 1e6:9.1f} us  model/measured {r['ratio']:.2f}")  # fmt: skip
     return {
-        "network": {k: getattr(net, k) for k in ("L", "o", "g", "G", "gamma")},
+        "network": {
+            **{k: getattr(net, k) for k in ("L", "o", "g", "G", "gamma")},
+            "entry": dict(net.entry),
+        },
         "oversubscribed": over,
         "counts": rows,
         "timing": times,

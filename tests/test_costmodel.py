@@ -108,6 +108,25 @@ def test_figures_by_hand():
     assert pred.time > t > 0
 
 
+def test_collective_entry_is_added_once_per_call():
+    # a collective's software entry (calibrated on COMM_SELF) adds to its time once per call,
+    # by kind (the v/w variants enter as their plain collective); messages carry none
+    entry = (("Allreduce", 1e-6), ("Allgather", 2e-6), ("Alltoall", 3e-6))
+    net = cm.Network("with entry", NET.L, NET.o, NET.g, NET.G, gamma=NET.gamma, entry=entry)
+    for kind, nbytes, extra in [
+        ("Allreduce", 96, 1e-6),
+        ("allreduce", 96, 1e-6),
+        ("Allgatherv", 800, 2e-6),
+        ("Alltoallw", 800, 3e-6),
+        ("Bcast", 96, 0.0),
+        ("Sendrecv", 800, 0.0),
+    ]:
+        plain, timed = cm.cost(kind, nbytes, 4, NET), cm.cost(kind, nbytes, 4, net)
+        assert (timed.messages, timed.bytes) == (plain.messages, plain.bytes)
+        assert timed.time == pytest.approx(plain.time + extra), kind
+    assert cm.cost("Allreduce", 96, 1, net).time == 0.0  # one rank: no call
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_model_equals_the_run(kind):
     """The replayed schedules' traffic, counted by d2o's trace and checked on arrival, is

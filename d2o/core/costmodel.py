@@ -7,6 +7,7 @@ algorithms make of it, and prices them with LogGP parameters (`Network`)::
     one message of k bytes:   L + 2 o + (k - 1) G
     m messages in one round:  L + 2 o + (k - 1) G + (m - 1) max(g, o + (k - 1) G)
     a reduction's arithmetic: gamma per byte combined (Thakur et al.'s gamma)
+    a collective's entry:     a fixed software cost per call and kind (``entry``)
 
 The algorithms and their switch points are MPICH's defaults (Thakur, Rabenseifner and
 Gropp, "Optimization of collective communication operations in MPICH", IJHPCA 19(1), 2005;
@@ -74,7 +75,10 @@ THRESHOLDS = {
 class Network:
     """LogGP parameters, in seconds: latency ``L``, overhead ``o`` per message and end, gap
     ``g`` between messages a rank injects, ``G`` per byte; ``gamma`` per byte a reduction
-    combines (0: not counted); ``source`` says where from."""
+    combines (0: not counted); ``entry``: ``(kind, seconds)`` pairs, the software cost of
+    entering a collective of that kind once (argument checks, algorithm choice, the local
+    copy of a rank's own block), which LogGP's per-message ``o`` does not hold (empty: not
+    counted); ``source`` says where from."""
 
     name: str
     L: float
@@ -83,6 +87,7 @@ class Network:
     G: float
     source: str = ""
     gamma: float = 0.0
+    entry: tuple = ()
 
     def message(self, k: float, m: int = 1) -> float:
         """Seconds of one round in which a rank sends ``m`` messages of ``k`` bytes each."""
@@ -176,6 +181,15 @@ def cost(kind: str, nbytes: float, p: int, net: Network, peers: int = -1) -> Cos
     """The `Cost` of one call: ``nbytes`` is the payload a rank contributes (Allreduce,
     Bcast, Allgather), the total gathered (Allgatherv), or the bytes a rank sends to the
     others (Alltoallv/w, Sendrecv); ``peers``: the ranks it sends to, where known."""
+    c = _wire(kind, nbytes, p, net, peers)
+    if p > 1 and net.entry and kind not in _P2P:
+        base = kind.capitalize()  # mpi4py's pickling calls enter the buffer collective
+        c.time += dict(net.entry).get(base.rstrip("vw") if base[-1] in "vw" else base, 0.0)
+    return c
+
+
+def _wire(kind: str, nbytes: float, p: int, net: Network, peers: int) -> Cost:
+    """`cost` without the collective's entry."""
     if p <= 1:
         return Cost(algorithm="local")
     lg, pof2 = _lg(p), _pof2(p)
@@ -225,7 +239,7 @@ def cost(kind: str, nbytes: float, p: int, net: Network, peers: int = -1) -> Cos
             t = sum(net.message(block * min(2**i, p - 2**i)) for i in range(lg))
             c = Cost(lg, (p - 1) * block, t, lg, alg)
         if kind == "allgather":  # the pickles' lengths first: an Allgather of 4 bytes each
-            pre = cost("Allgather", 4, p, net)
+            pre = _wire("Allgather", 4, p, net, -1)
             c.messages += pre.messages
             c.bytes += pre.bytes
             c.time += pre.time
@@ -243,7 +257,7 @@ def cost(kind: str, nbytes: float, p: int, net: Network, peers: int = -1) -> Cos
         each = n / m if m else 0.0
         return Cost(m, n, net.message(each, m) if m else 0.0, 1 if m else 0, alg, kind != "send")
     if kind == "Comm_split":  # MPICH: an Allgather of (color, key) and a context-id Allreduce
-        a, b = cost("Allgather", 8, p, net), cost("Allreduce", 256, p, net)
+        a, b = _wire("Allgather", 8, p, net, -1), _wire("Allreduce", 256, p, net, -1)
         return Cost(a.messages + b.messages, a.bytes + b.bytes, a.time + b.time,
                     a.rounds + b.rounds, "allgather + allreduce", False)  # fmt: skip
     return Cost(algorithm="not modelled", exact=False)

@@ -506,7 +506,10 @@ def render_costmodel(doc: dict) -> str:
         if not r["oversubscribed"] and net["G"]:
             out += (f"\n\nCalibrated at {n} ranks: L = {net['L'] * 1e6:.2f} µs, o = "
                     f"{net['o'] * 1e6:.2f} µs, g = {net['g'] * 1e6:.2f} µs, G = "
-                    f"{net['G'] * 1e9:.3f} ns/B, γ = {net['gamma'] * 1e9:.3f} ns/B.\n\n")  # fmt: skip
+                    f"{net['G'] * 1e9:.3f} ns/B, γ = {net['gamma'] * 1e9:.3f} ns/B"
+                    + "".join(f"; entry of {k} {v * 1e6:.2f} µs"
+                              for k, v in net.get("entry", {}).items())
+                    + ".\n\n")  # fmt: skip
     if timed:
         out += table(["processes", "MPICH call", "bytes", "measured (µs)", "model (µs)",
                       "model / measured"], timed)  # fmt: skip
