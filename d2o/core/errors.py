@@ -206,16 +206,36 @@ def fold_records(a: np.ndarray, b: np.ndarray) -> None:
         np.bitwise_or(a[1:CODE], b[1:CODE], out=b[1:CODE])
 
 
+#: the rows `fold_rows` combines on two ranks
+_BOTH = [0, 1]
+
+
 def fold_rows(rows: np.ndarray) -> np.ndarray:
     """`fold_records` over the gathered records of every rank, in rank order (the form of
     few ranks, `d2o.core.comm.RECORD_GATHER_MAX`): the same bits, the header in Python
     ints and the payloads in one call of their combiner's ``many`` (`combiner`) instead
     of one Python fold per rank."""
+    head = rows[:, :HEADER_WORDS].tolist()  # HEADER_WORDS == 4
+    if len(head) == 2:  # two ranks, the commonest case: the steps below, unrolled
+        (f0, g0, n0, c0), (f1, g1, n1, c1) = head
+        if not (g0 | n0 | g1 | n1):  # no digest
+            if f0 & f1 & _VALUE:
+                many = _MANY.get(c0) if c0 == c1 else None
+                if many is not None:
+                    many(rows, _BOTH)
+                    if f0 & ~f1:
+                        rows[1, 0] = f0 | f1
+                    return rows[1]
+            elif (f0 | f1) & _VALUE:  # one value: that row, the flags ORed
+                out = rows[0] if f0 & _VALUE else rows[1]
+                if int(out[0]) != f0 | f1:
+                    out[0] = f0 | f1
+                return out
     flags = digest = not_digest = 0
     held: list[int] = []
     code = 0
     mixed = False
-    for i, (f, dg, nd, c) in enumerate(rows[:, :HEADER_WORDS].tolist()):  # HEADER_WORDS == 4
+    for i, (f, dg, nd, c) in enumerate(head):
         flags |= f
         digest |= dg
         not_digest |= nd
@@ -255,11 +275,26 @@ def payload(record: np.ndarray) -> np.ndarray:
     return record[HEADER_WORDS:].view(np.uint8)
 
 
+#: dtype -> where the payload's first value sits in a record viewed as that dtype (None:
+#: an item size that does not divide the header and the payload)
+_SLOTS: dict = {}
+
+
+def _slot(dtype: np.dtype) -> int | None:
+    n = dtype.itemsize
+    k = _SLOTS[dtype] = (
+        8 * HEADER_WORDS // n if (8 * HEADER_WORDS) % n == 0 and PAYLOAD_BYTES % n == 0 else None
+    )
+    return k
+
+
 def put_value(record: np.ndarray, value: Any, dtype: np.dtype, code: int = 0) -> None:
     """Write ``value`` as the payload of ``record`` (``dtype``; its combiner ``code``)."""
-    n = dtype.itemsize
-    if (8 * HEADER_WORDS) % n == 0 and PAYLOAD_BYTES % n == 0:  # every numpy number
-        record.view(dtype)[8 * HEADER_WORDS // n] = value
+    k = _SLOTS.get(dtype, -1)
+    if k == -1:
+        k = _slot(dtype)
+    if k is not None:  # every numpy number
+        record.view(dtype)[k] = value
     else:  # pragma: no cover - odd item sizes
         payload(record)[: dtype.itemsize].view(dtype)[0] = value
     record[0] = int(record[0]) | _VALUE
@@ -268,9 +303,11 @@ def put_value(record: np.ndarray, value: Any, dtype: np.dtype, code: int = 0) ->
 
 def get_value(record: np.ndarray, dtype: np.dtype) -> Any:
     """The payload of a combined ``record`` as a numpy scalar of ``dtype``."""
-    n = dtype.itemsize
-    if (8 * HEADER_WORDS) % n == 0 and PAYLOAD_BYTES % n == 0:
-        return record.view(dtype)[8 * HEADER_WORDS // n]
+    k = _SLOTS.get(dtype, -1)
+    if k == -1:
+        k = _slot(dtype)
+    if k is not None:
+        return record.view(dtype)[k]
     return payload(record)[: dtype.itemsize].view(dtype)[0]  # pragma: no cover
 
 

@@ -388,7 +388,12 @@ class _UfuncFold:
             return
         v = rows.view(dtype)  # every record as values: the payload's first is at k
         pair = self.pair
-        if pair is not None:  # in rank order, on Python numbers
+        if pair is not None and len(held) == 2:  # two values, on Python numbers
+            acc = pair(v.item(held[0], k), v.item(last, k))
+            if acc is not None:
+                v[last, k] = acc
+                return
+        elif pair is not None:  # in rank order, on Python numbers
             acc = v.item(held[0], k)
             for i in held[1:]:
                 acc = pair(acc, v.item(i, k))
