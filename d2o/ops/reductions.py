@@ -211,6 +211,9 @@ def reduce(
             if (d.replicated or d.comm.size == 1) and type(obj.data) is np.ndarray:
                 res = uf.reduce(obj.data, axis=None)
                 return res if isinstance(res, np.generic) else np.asarray(res)[()]
+            if not (d.replicated or d.comm.size == 1 or obj.dtype.hasobject):
+                fn, combine, fill, _ = REDUCTIONS[name]
+                return _full_reduce(obj, name, fn, combine, fill, kwargs, keepdims)
     if out is not None:
         return store(reduce(obj, name, axis, dtype, None, keepdims, **kwargs), out)
     fn, combine, fill, takes_dtype = REDUCTIONS[name]
@@ -264,7 +267,15 @@ def _full_reduce(
     error, rdtype = None, None
     rec = new_record()
     try:
-        rdtype, _ = _validate(obj, name, fn, None, kwargs)
+        key = None if kwargs else (name, obj.dtype, obj.shape)
+        hit = _FULL.get(key) if key else None
+        if hit is None:
+            rdtype, _ = _validate(obj, name, fn, None, kwargs)
+            code = _ufunc_combiner(combine, rdtype)  # registered on every rank: all may fold
+            if key is not None and len(_FULL) < 4096:
+                _FULL[key] = (rdtype, code)
+        else:
+            rdtype, code = hit
         data = obj.data
         if data.size == 0 and fill is not None and "initial" not in kwargs:
             val = fill(rdtype)
@@ -272,7 +283,6 @@ def _full_reduce(
             val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
         else:
             val = fn(data, axis=None, **kwargs)
-        code = _ufunc_combiner(combine, rdtype)  # registered on every rank: all may fold
         # replicas of a mesh hold the same elements: only one of each set counts
         if not is_mesh(d) or d.source(d.comm.rank) is not None:
             put_value(rec, val, rdtype, code)
@@ -287,6 +297,9 @@ def _full_reduce(
 
 #: (ufunc, dtype) -> the code of the record combiner applying the ufunc (`_ufunc_combiner`)
 _UFUNC_CODES: dict = {}
+#: (name, dtype, shape) -> (result dtype, combiner code) of a full reduction without
+#: keywords (`_validate` and `_ufunc_combiner` in one lookup)
+_FULL: dict = {}
 
 
 def _float_add(a: Any, b: Any) -> Any:
