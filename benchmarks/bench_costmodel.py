@@ -24,8 +24,8 @@ page and docs/scaling-model.md show it).  At every P:
 
 from __future__ import annotations
 
+import argparse
 import math
-import sys
 import time
 
 import numpy as np
@@ -229,10 +229,12 @@ def measure() -> dict:
 
 
 def _counts_argument() -> tuple:
-    for i, arg in enumerate(sys.argv):
-        if arg == "--counts" and i + 1 < len(sys.argv):
-            return tuple(int(c) for c in sys.argv[i + 1].split(","))
-    return COUNTS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", default=",".join(map(str, COUNTS)),
+                    help="process counts, comma-separated (default 2,4,16,64)")  # fmt: skip
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)
+    return tuple(int(c) for c in ap.parse_args().counts.split(","))
 
 
 if __name__ == "__main__":

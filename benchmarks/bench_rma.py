@@ -14,6 +14,7 @@ only prints.  A benchmark, not a test: it asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -117,4 +118,8 @@ def measure() -> dict:
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)
+    ap.parse_args()  # --help prints and exits; nothing else to choose
     run_or_launch(__file__, measure, counts=(2,), name=RECORD)
