@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _helpers import DTYPES, MESH_SPLITS, layouts, make, mesh_of, sample, spec
 
-from d2o import d2o_librarian, default_comm, distributed_data_object
+from d2o import d2o_librarian, default_comm, distributed_data_object, options
 from d2o.layouts.distributors import equal_lengths, fftw_lengths, get_distributor
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
@@ -193,6 +193,20 @@ def test_librarian_same_index_everywhere(comm):
     gc.collect()
     collective_assert(gone not in d2o_librarian)
     assert_raises_everywhere(KeyError, d2o_librarian.__getitem__, gone)
+
+
+def test_librarian_indices_agree_after_an_error_on_one_rank(comm):
+    """An operation that fails on one rank only may have made objects on the others before
+    the ranks agreed on the error: the indices drawn after it agree again."""
+    x = make(np.arange(42.0).reshape(7, 6), "mesh01")
+    row = 100 if comm.rank == comm.size - 1 else 2
+    with options(check_args=False):
+        assert_raises_everywhere(
+            IndexError, x.__setitem__, row, distributed_data_object(np.ones(6))
+        )
+        assert_raises_everywhere(IndexError, x.__getitem__, (row, 1))
+    indices = [distributed_data_object(np.arange(2)).index for _ in range(2)]
+    collective_assert(all(g == indices for g in comm.allgather(indices)), str(indices))
 
 
 def test_librarian_costs_nothing_per_object(comm):

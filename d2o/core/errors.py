@@ -23,6 +23,7 @@ import numpy as np
 from . import config as _config
 from . import trace as _trace
 from .comm import Comm, pending_check
+from .librarian import d2o_librarian
 
 __all__ = [
     "agreed",
@@ -130,6 +131,7 @@ def raise_agreed(comm: Comm, error: BaseException | None) -> None:
     rank = comm.allreduce(me if error is not None else comm.size, "min")
     if rank >= comm.size:  # pragma: no cover - called with nobody failed
         raise RuntimeError("d2o: an agreement reported an error that no rank holds")
+    d2o_librarian.catch_up(comm)  # objects the ranks made before they failed: indices agree
     info = None
     if rank == me and error is not None:
         info = (type(error), str(error))
@@ -399,6 +401,7 @@ def agree_gather(comm: Comm, error: BaseException | None, value: Any) -> list:
     for rank, (err, _) in enumerate(gathered):
         if err is not None:
             _PENDING[0] = None
+            d2o_librarian.catch_up(comm)
             if rank == comm.rank and error is not None:
                 raise error
             raise _rebuild(err[0], err[1], rank)

@@ -39,6 +39,15 @@ class Librarian:
         """The index for a new object ``obj`` (the next number)."""
         return self.next_index()
 
+    def catch_up(self, comm: Any) -> None:
+        """Collective over ``comm``: every rank draws indices up to the highest any rank
+        has drawn, so that the n-th object has index n everywhere again after objects were
+        made on some ranks only (an operation that failed on another rank, a check that
+        ran after one).  One small allreduce; only on those paths."""
+        mine = self.next_index()
+        for _ in range(comm.allreduce(mine, "max") - mine):
+            self.next_index()
+
     def _scan(self) -> None:
         """Remember every live object of the class (weakly), by index."""
         cls = self.cls
