@@ -105,7 +105,7 @@ class Comm:
         self.calls += 1
         self.mpi.Allreduce(send, _FLAG_RECV, op=MPI.MAX)
         if _tr.active:
-            _tr.note("Allreduce", 1, 1, self.size)
+            _tr.note("Allreduce", 1, 1, self.size, -1, 1)
         return bool(_FLAG_RECV[0])
 
     def allgather(self, value: Any) -> list:
@@ -238,8 +238,9 @@ class Comm:
             self.mpi.Allreduce([send, *spec], [out, *spec], mpi_op)
         else:
             self.mpi.Allreduce([send, spec], [out, spec], mpi_op)
-        if _tr.active:
-            _tr.note("Allreduce", send.nbytes, out.nbytes, self.size)
+        if _tr.active:  # MPICH picks its algorithm by the op (built-in or not) and the count
+            count = send.size if mpi_op.is_predefined else 0
+            _tr.note("Allreduce", send.nbytes, out.nbytes, self.size, -1, count)
         return out
 
     def Bcast(self, buf: np.ndarray, root: int = 0) -> np.ndarray:

@@ -9,16 +9,18 @@ algorithms make of it, and prices them with LogGP parameters (`Network`)::
     a reduction's arithmetic: gamma per byte combined (Thakur et al.'s gamma)
     a collective's entry:     a fixed software cost per call and kind (``entry``)
 
-The algorithms and their switch points are MPICH's defaults (Thakur, Rabenseifner and
-Gropp, "Optimization of collective communication operations in MPICH", IJHPCA 19(1), 2005;
-the thresholds are MPICH's control variables, read from the MPICH 5.0.2 of this machine
-through MPI_T: `THRESHOLDS`):
+The algorithms are those of Thakur, Rabenseifner and Gropp ("Optimization of collective
+communication operations in MPICH", IJHPCA 19(1), 2005); which one runs at which size is
+MPICH 5.0.2's collective selection (the JSON tables compiled into the library; `THRESHOLDS`),
+checked against the messages MPICH itself sends (``benchmarks/bench_wire.py``):
 
-* ``Bcast``: binomial tree below 12,288 bytes or 8 ranks; above, a binomial scatter and an
-  allgather (recursive doubling below 524,288 bytes on a power of two, else a ring);
-* ``Allreduce``: recursive doubling up to 2,048 bytes; above, Rabenseifner's reduce-scatter
-  (recursive halving) and allgather (recursive doubling); a rank count that is not a power
-  of two folds the extra ranks in first and out last (one message each way);
+* ``Bcast``: binomial tree up to 12,288 bytes or below 8 ranks; above, a binomial scatter
+  and an allgather (recursive doubling up to 524,288 bytes on a power of two, else a ring);
+* ``Allreduce``: with an MPI built-in op on more than 8 bytes and at least as many elements
+  as the largest power of two <= P, Rabenseifner's reduce-scatter (recursive halving) and
+  allgather (recursive doubling); otherwise, and always with a user-defined op (d2o's
+  agreement records, mpi4py's pickled reductions), recursive doubling; a rank count that is
+  not a power of two folds the extra ranks in first and out last (one message each way);
 * ``Allgather``/``Allgatherv`` (total size N): recursive doubling below 524,288 bytes on a
   power of two, Bruck's algorithm below 81,920 bytes otherwise, else a ring;
 * ``Alltoallv``/``Alltoallw``: MPICH's scattered algorithm, one message to every peer with a
@@ -42,6 +44,7 @@ model against runs).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,12 +63,17 @@ __all__ = [
     "replay",
 ]
 
-#: MPICH's collective switch points (bytes), as MPI_T reads them from MPICH 5.0.2 here.
+#: MPICH's collective switch points (bytes; ranks for BCAST_MIN_PROCS): those of MPICH
+#: 5.0.2's collective selection (the JSON tables it compiles in, ``MPIR_*`` algorithms;
+#: its control variables of the same names hold the same Bcast and Allgather figures).
+#: An Allreduce of a built-in op above ALLREDUCE_SMALL bytes whose element count is at
+#: least the largest power of two <= P is Rabenseifner's; every other one (user-defined
+#: ops included), recursive doubling.
 THRESHOLDS = {
     "BCAST_SHORT_MSG_SIZE": 12288,
     "BCAST_LONG_MSG_SIZE": 524288,
     "BCAST_MIN_PROCS": 8,
-    "ALLREDUCE_SHORT_MSG_SIZE": 2048,
+    "ALLREDUCE_SMALL": 8,
     "ALLGATHER_SHORT_MSG_SIZE": 81920,
     "ALLGATHER_LONG_MSG_SIZE": 524288,
 }
@@ -151,19 +159,24 @@ def _pof2(p: int) -> int:
     return 1 << (p.bit_length() - 1) if p > 0 else 0
 
 
-def algorithm(kind: str, nbytes: float, p: int) -> str:
+def algorithm(kind: str, nbytes: float, p: int, count: int | None = None) -> str:
     """MPICH's algorithm for a call ``kind`` of ``nbytes`` (per rank; the total for the
-    allgathers) on ``p`` ranks."""
+    allgathers) on ``p`` ranks; ``count``, for an Allreduce: the elements it reduces with
+    an MPI built-in op, 0 for a user-defined op (None: built-in, 8-byte elements)."""
     pof2 = p == _pof2(p)
     if kind in ("Bcast", "bcast"):
-        if nbytes < THRESHOLDS["BCAST_SHORT_MSG_SIZE"] or p < THRESHOLDS["BCAST_MIN_PROCS"]:
+        if nbytes <= THRESHOLDS["BCAST_SHORT_MSG_SIZE"] or p < THRESHOLDS["BCAST_MIN_PROCS"]:
             return "binomial"
-        if nbytes < THRESHOLDS["BCAST_LONG_MSG_SIZE"] and pof2:
+        if nbytes <= THRESHOLDS["BCAST_LONG_MSG_SIZE"] and pof2:
             return "scatter + recursive doubling"
         return "scatter + ring"
+    if kind == "allreduce":  # mpi4py's pickled reduction: a user-defined op
+        count = 0
     if kind in ("Allreduce", "allreduce"):
-        small = nbytes <= THRESHOLDS["ALLREDUCE_SHORT_MSG_SIZE"] or nbytes < 8 * _pof2(p)
-        return "recursive doubling" if small else "Rabenseifner"
+        count = int(nbytes) // 8 if count is None else count
+        if nbytes > THRESHOLDS["ALLREDUCE_SMALL"] and count >= _pof2(p):
+            return "Rabenseifner"
+        return "recursive doubling"
     if kind in ("Allgather", "Allgatherv", "allgather"):
         if nbytes < THRESHOLDS["ALLGATHER_LONG_MSG_SIZE"] and pof2:
             return "recursive doubling"
@@ -177,23 +190,28 @@ def algorithm(kind: str, nbytes: float, p: int) -> str:
     return "point-to-point"
 
 
-def cost(kind: str, nbytes: float, p: int, net: Network, peers: int = -1) -> Cost:
+def cost(
+    kind: str, nbytes: float, p: int, net: Network, peers: int = -1, count: int | None = None
+) -> Cost:
     """The `Cost` of one call: ``nbytes`` is the payload a rank contributes (Allreduce,
     Bcast, Allgather), the total gathered (Allgatherv), or the bytes a rank sends to the
-    others (Alltoallv/w, Sendrecv); ``peers``: the ranks it sends to, where known."""
-    c = _wire(kind, nbytes, p, net, peers)
+    others (Alltoallv/w, Sendrecv); ``peers``: the ranks it sends to, where known;
+    ``count``: an Allreduce's elements (`algorithm`)."""
+    c = _wire(kind, nbytes, p, net, peers, count)
     if p > 1 and net.entry and kind not in _P2P:
         base = kind.capitalize()  # mpi4py's pickling calls enter the buffer collective
         c.time += dict(net.entry).get(base.rstrip("vw") if base[-1] in "vw" else base, 0.0)
     return c
 
 
-def _wire(kind: str, nbytes: float, p: int, net: Network, peers: int) -> Cost:
+def _wire(
+    kind: str, nbytes: float, p: int, net: Network, peers: int, count: int | None = None
+) -> Cost:
     """`cost` without the collective's entry."""
     if p <= 1:
         return Cost(algorithm="local")
     lg, pof2 = _lg(p), _pof2(p)
-    alg = algorithm(kind, nbytes, p)
+    alg = algorithm(kind, nbytes, p, count)
     n = float(nbytes)
     if kind == "Barrier":
         return Cost(lg, 0, lg * net.message(0), lg, alg)
@@ -224,7 +242,11 @@ def _wire(kind: str, nbytes: float, p: int, net: Network, peers: int) -> Cost:
             half = 2 * n * (pof2 - 1) / pof2
             t = sum(net.message(n / 2 ** (i + 1)) for i in range(k)) * 2 + 2 * fold * net.message(n)
             t += (half / 2 + fold * n) * net.gamma
-            c = Cost(2 * k + fold, half + fold * n, t, 2 * k + 2 * fold, alg)
+            busiest = half + fold * n
+            items = int(n) // 8 if count is None else count
+            if items % pof2:  # MPICH's last block is larger: the busiest rank, exactly
+                busiest = _rabenseifner_busiest(int(n), p, max(int(n) // max(items, 1), 1))
+            c = Cost(2 * k + fold, busiest, t, 2 * k + 2 * fold, alg)
         c.exact = kind == "Allreduce"
         return c
     if kind in ("Allgather", "Allgatherv", "allgather"):
@@ -277,13 +299,19 @@ def _payload(kind: str, sent: int, received: int) -> float:
 
 
 def predict(
-    calls: Any, net: Network, p: int | None = None, peers: list | None = None
+    calls: Any,
+    net: Network,
+    p: int | None = None,
+    peers: list | None = None,
+    counts: list | None = None,
 ) -> Prediction:
     """Price a trace's calls (``Trace.calls`` tuples ``(op, call, sent, received, group)``,
     or a `Trace`) on ``net``; ``p``: price them on ``p`` ranks instead of their own groups
-    (a group of all the ranks becomes ``p``, smaller groups stay)."""
+    (a group of all the ranks becomes ``p``, smaller groups stay); ``peers`` and
+    ``counts``: per call, as `Trace.peers` and `Trace.counts` (absent: -1 and None)."""
     if hasattr(calls, "calls"):
         peers = getattr(calls, "peers", None) if peers is None else peers
+        counts = getattr(calls, "counts", None) if counts is None else counts
         calls = calls.calls
     out = Prediction()
     world = max([c[4] for c in calls] or [0])
@@ -292,7 +320,8 @@ def predict(
         scaled = p is not None and group == world and kind not in _P2P
         g = p if scaled else group
         known = peers[i] if peers is not None and i < len(peers) else -1
-        c = cost(kind, _payload(kind, sent, received), g, net, known)
+        count = counts[i] if counts is not None and i < len(counts) else None
+        c = cost(kind, _payload(kind, sent, received), g, net, known, count)
         out.per_call.append(c)
         out.messages += c.messages
         out.bytes += c.bytes
@@ -310,13 +339,18 @@ def _chunks(n: int, p: int, item: int) -> list[int]:
     return [max(0, min(c, n - i * c)) for i in range(p)]
 
 
-def schedule(kind: str, nbytes: int, p: int, rank: int, item: int = 8) -> list[tuple]:
+def schedule(
+    kind: str, nbytes: int, p: int, rank: int, item: int = 8, count: int | None = None
+) -> list[tuple]:
     """One rank's messages of a call `cost` prices (root 0, equal blocks), in order:
     ``(dest, send_bytes, recv_bytes, source)``, None where nothing goes that way.  Run in
-    order with MPI point-to-point calls (a Sendrecv where both are given) it completes."""
+    order with MPI point-to-point calls (a Sendrecv where both are given) it completes.
+    ``count``: an Allreduce's elements (`algorithm`; None: built-in, ``item``-byte ones)."""
     if p <= 1:
         return []
-    alg = algorithm(kind, nbytes, p)
+    if count is None and kind == "Allreduce":
+        count = nbytes // item
+    alg = algorithm(kind, nbytes, p, count)
     if kind == "Barrier":
         return [((rank + 2**i) % p, 0, 0, (rank - 2**i) % p) for i in range(_lg(p))]
     if kind == "Bcast":
@@ -424,10 +458,28 @@ def _allreduce(rank: int, p: int, n: int, item: int, alg: str) -> list[tuple]:
     return ops
 
 
+@functools.lru_cache(maxsize=1024)
+def _rabenseifner_busiest(n: int, p: int, item: int) -> int:
+    """The most bytes any rank sends in MPICH's Rabenseifner allreduce of ``n`` bytes on
+    ``p`` ranks (its blocks uneven: every rank's schedule summed; O(P log P), cached)."""
+    return max(
+        sum(op[1] or 0 for op in _allreduce(r, p, n, item, "Rabenseifner")) for r in range(p)
+    )
+
+
+def _blocks(sizes: tuple, i: int, j: int) -> int:
+    """The bytes of blocks ``i .. j - 1`` of ``sizes = (each, last, pof2)``: ``pof2`` blocks,
+    all ``each`` bytes but the last."""
+    each, last, pof2 = sizes
+    if j <= i:
+        return 0
+    return (j - i) * each + (last - each if i < pof2 <= j else 0)
+
+
 def _halving_doubling(new: int, pof2: int, rem: int, count: int, item: int) -> list[tuple]:
     """Rabenseifner: reduce-scatter by recursive halving, allgather by recursive doubling
     (MPICH's index arithmetic, ``count`` items in ``pof2`` blocks, the last one larger)."""
-    b = [(count // pof2) * item] * (pof2 - 1) + [(count - (count // pof2) * (pof2 - 1)) * item]
+    sizes = ((count // pof2) * item, (count - (count // pof2) * (pof2 - 1)) * item, pof2)
     ops: list[tuple] = []
     send_idx = recv_idx = 0
     last_idx = pof2
@@ -436,10 +488,10 @@ def _halving_doubling(new: int, pof2: int, rem: int, count: int, item: int) -> l
         dst = new ^ mask
         if new < dst:
             send_idx = recv_idx + pof2 // (mask * 2)
-            s, r = sum(b[send_idx:last_idx]), sum(b[recv_idx:send_idx])
+            s, r = _blocks(sizes, send_idx, last_idx), _blocks(sizes, recv_idx, send_idx)
         else:
             recv_idx = send_idx + pof2 // (mask * 2)
-            s, r = sum(b[send_idx:recv_idx]), sum(b[recv_idx:last_idx])
+            s, r = _blocks(sizes, send_idx, recv_idx), _blocks(sizes, recv_idx, last_idx)
         real = _real(dst, rem)
         ops.append((real, s, r, real))
         send_idx = recv_idx
@@ -453,10 +505,10 @@ def _halving_doubling(new: int, pof2: int, rem: int, count: int, item: int) -> l
             if mask != pof2 >> 1:
                 last_idx = last_idx + pof2 // (mask * 2)
             recv_idx = send_idx + pof2 // (mask * 2)
-            s, r = sum(b[send_idx:recv_idx]), sum(b[recv_idx:last_idx])
+            s, r = _blocks(sizes, send_idx, recv_idx), _blocks(sizes, recv_idx, last_idx)
         else:
             recv_idx = send_idx - pof2 // (mask * 2)
-            s, r = sum(b[send_idx:last_idx]), sum(b[recv_idx:send_idx])
+            s, r = _blocks(sizes, send_idx, last_idx), _blocks(sizes, recv_idx, send_idx)
         real = _real(dst, rem)
         ops.append((real, s, r, real))
         if new > dst:
@@ -465,7 +517,9 @@ def _halving_doubling(new: int, pof2: int, rem: int, count: int, item: int) -> l
     return ops
 
 
-def replay(comm: Any, kind: str, nbytes: int, item: int = 8) -> tuple[int, int, int]:
+def replay(
+    comm: Any, kind: str, nbytes: int, item: int = 8, count: int | None = None
+) -> tuple[int, int, int]:
     """Collective over ``comm`` (a `d2o.core.comm.Comm`): run this rank's `schedule` with
     point-to-point messages (``Comm.Sendrecv_many``, one call per step) and return
     ``(messages, bytes sent, bytes received)``.  Every message carries a pattern of its
@@ -475,7 +529,7 @@ def replay(comm: Any, kind: str, nbytes: int, item: int = 8) -> tuple[int, int, 
     sent = got = messages = 0
     to: dict = {}
     came: dict = {}
-    for dst, s, r, src in schedule(kind, nbytes, comm.size, comm.rank, item):
+    for dst, s, r, src in schedule(kind, nbytes, comm.size, comm.rank, item, count):
         sends, recvs = [], []
         if s is not None:
             to[dst] = to.get(dst, -1) + 1

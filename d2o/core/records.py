@@ -80,9 +80,13 @@ class Record:
 OUTSIDE = "(outside a public operation)"
 
 
-def note(kind: str, sent: int, received: int, group: int, peers: int = -1) -> None:
+def note(
+    kind: str, sent: int, received: int, group: int, peers: int = -1, count: int | None = None
+) -> None:
     """Count one MPI call of this rank (called by `d2o.core.comm` while a trace is active);
-    ``peers``: the ranks it sent to, where the call names them (exchanges), else -1."""
+    ``peers``: the ranks it sent to, where the call names them (exchanges), else -1;
+    ``count``: an Allreduce's elements with an MPI built-in op, 0 with a user-defined op
+    (MPICH chooses its algorithm by them), else None."""
     r = current[0]
     op = r.op if r is not None else OUTSIDE
     for t in active:
@@ -91,6 +95,7 @@ def note(kind: str, sent: int, received: int, group: int, peers: int = -1) -> No
         t.bytes_received += received
         t.calls.append((op, kind, sent, received, group))
         t.peers.append(peers)
+        t.counts.append(count)
     if r is None:  # one record per run of calls outside any public operation
         last = active[-1].records[-1] if active[-1].records else None
         if last is not None and last.op == OUTSIDE:

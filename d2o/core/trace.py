@@ -43,6 +43,9 @@ class Trace:
     peers : list of int
         Per call, the ranks this rank sent to where the call names them (exchanges,
         point-to-point), else -1 (the MPI library's collective algorithm decides).
+    counts : list of int or None
+        Per call, an Allreduce's elements when its op is one of MPI's built-in ones, 0 when
+        it is user-defined (agreement records), else None: MPICH picks its algorithm by them.
     """
 
     def __init__(self) -> None:
@@ -52,6 +55,7 @@ class Trace:
         self.records: list[Record] = []
         self.calls: list[tuple] = []
         self.peers: list[int] = []
+        self.counts: list[int | None] = []
 
     def __enter__(self) -> Trace:
         active.append(self)
@@ -89,7 +93,7 @@ class Trace:
         (docs/scaling-model.md).
         """
         net = NETWORKS[network] if isinstance(network, str) else network
-        return predict(self.calls, net, p, self.peers)
+        return predict(self.calls, net, p, self.peers, self.counts)
 
     def report(self, comm: Any = None, file: Any = None) -> str | None:
         """Collective: print a table of the operations with totals over all ranks (rank 0).
