@@ -244,7 +244,7 @@ def _wire(
             t += (half / 2 + fold * n) * net.gamma
             busiest = half + fold * n
             items = int(n) // 8 if count is None else count
-            if items % pof2:  # MPICH's last block is larger: the busiest rank, exactly
+            if items % pof2:  # MPICH's first blocks are larger: the busiest rank, exactly
                 busiest = _rabenseifner_busiest(int(n), p, max(int(n) // max(items, 1), 1))
             c = Cost(2 * k + fold, busiest, t, 2 * k + 2 * fold, alg)
         c.exact = kind == "Allreduce"
@@ -468,18 +468,19 @@ def _rabenseifner_busiest(n: int, p: int, item: int) -> int:
 
 
 def _blocks(sizes: tuple, i: int, j: int) -> int:
-    """The bytes of blocks ``i .. j - 1`` of ``sizes = (each, last, pof2)``: ``pof2`` blocks,
-    all ``each`` bytes but the last."""
-    each, last, pof2 = sizes
+    """The bytes of blocks ``i .. j - 1`` of ``sizes = (each, item, r)``: every block
+    ``each`` bytes, the first ``r`` one ``item`` more (MPICH's split of the elements)."""
+    each, item, r = sizes
     if j <= i:
         return 0
-    return (j - i) * each + (last - each if i < pof2 <= j else 0)
+    return (j - i) * each + item * max(0, min(j, r) - i)
 
 
 def _halving_doubling(new: int, pof2: int, rem: int, count: int, item: int) -> list[tuple]:
     """Rabenseifner: reduce-scatter by recursive halving, allgather by recursive doubling
-    (MPICH's index arithmetic, ``count`` items in ``pof2`` blocks, the last one larger)."""
-    sizes = ((count // pof2) * item, (count - (count // pof2) * (pof2 - 1)) * item, pof2)
+    (MPICH's index arithmetic: ``count`` items in ``pof2`` blocks, the first ``count %
+    pof2`` of them one item larger)."""
+    sizes = ((count // pof2) * item, item, count % pof2)
     ops: list[tuple] = []
     send_idx = recv_idx = 0
     last_idx = pof2
