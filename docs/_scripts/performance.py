@@ -521,6 +521,22 @@ def render_costmodel(doc: dict) -> str:
     return out + quick_note(doc)
 
 
+def render_wire(doc: dict) -> str:
+    res = doc["results"]
+    rows = []
+    for r in res["rows"]:
+        rows.append([str(r["processes"]), r["kind"], nbytes(r["bytes"]), r["algorithm"],
+                     f"{sum(r['messages'])} / {sum(r['model_messages'])}",
+                     f"{nbytes(sum(r['sent']))} / {nbytes(sum(r['model_sent']))}",
+                     "yes" if r["match"] else "NO"])  # fmt: skip
+    out = table(["processes", "call", "bytes a rank", "the model's algorithm",
+                 "messages: MPICH / model", "bytes: MPICH / model",
+                 "every rank equal"], rows)  # fmt: skip
+    return out + (f"\n\nEvery rank's messages and bytes per call equal the model's in "
+                  f"{res['equal']} of {len(res['rows'])} calls ({res['reps']} calls counted "
+                  "per row; the sums above are over the ranks).\n") + quick_note(doc)  # fmt: skip
+
+
 def render_indexing(doc: dict) -> str:
     one, two = by_count(doc)["1"], by_count(doc)["2"]
     rows = []
@@ -992,6 +1008,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "controller": render_controller,
     "communication": render_communication,
     "costmodel": render_costmodel,
+    "wire": render_wire,
     "indexing": render_indexing,
     "redistribution": render_redistribution,
     "fft": render_fft,
