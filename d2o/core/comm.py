@@ -256,6 +256,24 @@ class Comm:
                 _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
         return buf
 
+    def Ibcast(self, buf: np.ndarray, root: int = 0) -> Any:
+        """Start broadcasting a contiguous array in place from ``root`` (non-blocking: every
+        rank must start it, in the same order as its other collectives here, and complete
+        it with the request's ``Wait``/``Test``); returns the request, or None where
+        nothing moves (one rank, an empty buffer)."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
+        if self.size == 1 or not buf.nbytes:
+            return None
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        req = self.mpi.Ibcast([buf, MPI.BYTE], root=root)
+        if _tr.active:
+            mine = self.rank == root
+            _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
+        return req
+
     def Alltoallw(
         self,
         send: np.ndarray,
