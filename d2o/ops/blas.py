@@ -2,18 +2,20 @@
 
 numpy's ``@`` has no ``beta``: ``C -= A @ B`` makes a temporary of ``C``'s size and a second
 pass over ``C``.  Here ``gemm_sub`` calls BLAS ``?gemm`` with ``alpha = -1, beta = 1``
-directly on the views (scipy's ``cython_blas`` function pointers, called through
-``ctypes``: no copies, no temporaries), ``trsm_left`` solves with a triangle in place, and
-``getrf`` factors a panel with LAPACK.  A C-ordered block with unit column stride is the
+directly on the views (called through ``ctypes``: no copies, no temporaries), ``trsm_left`` solves with a triangle in place, and
+``getrf`` factors a panel with LAPACK.  The library: the OpenBLAS numpy's wheels bundle
+(already in memory; found by its file in ``numpy.libs``), else scipy's ``cython_blas``/
+``cython_lapack`` function pointers.  A C-ordered block with unit column stride is the
 Fortran-ordered transpose with leading dimension its row stride, so ``C - A B`` runs as
-``C^T - B^T A^T``.  scipy is optional (the ``linalg`` extra): without it every kernel
-runs on numpy (row chunks of ``@``, substitution, a recursive panel LU).  Local: nothing
+``C^T - B^T A^T``.  Without either library every kernel runs on numpy (row chunks of ``@``, substitution, a recursive panel LU).  Local: nothing
 here communicates.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
+import os
 from typing import Any
 
 import numpy as np
@@ -23,48 +25,82 @@ __all__ = ["gemm_sub", "trsm_left", "getrf", "have_blas"]
 #: elements of the largest temporary of the numpy fallback of `gemm_sub`
 _CHUNK = 1 << 21
 _PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
-#: ``[kernels]``: ``{(prefix, name): ctypes function}``, or ``{}`` without scipy (loaded on
-#: first use, so that ``import d2o`` does not pay for scipy)
+#: ``[kernels]``: see `_load` (loaded on first use)
 _KERNELS: list = []
 
-_INT = ctypes.POINTER(ctypes.c_int)
 _PTR = ctypes.c_void_p
 _CHR = ctypes.c_char_p
+#: the arguments of each kernel: "c" a character, "i" an integer, "p" a pointer
 _SIGNATURES = {
     # transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc
-    "gemm": (_CHR, _CHR, _INT, _INT, _INT, _PTR, _PTR, _INT, _PTR, _INT, _PTR, _PTR, _INT),
+    "gemm": "cciiipp" + "ipippi",
     # side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb
-    "trsm": (_CHR, _CHR, _CHR, _CHR, _INT, _INT, _PTR, _PTR, _INT, _PTR, _INT),
+    "trsm": "cccciipp" + "ipi",
+    # m, n, a, lda, ipiv, info
+    "getrf": "iipipp",
 }
 
 
+def _numpy_openblas() -> tuple | None:
+    """``(library, symbol format, integer type)`` of the OpenBLAS numpy's wheels bundle
+    (``scipy_dgemm_64_``: 64-bit integers), already loaded by numpy: no second BLAS in
+    memory; None where numpy was built otherwise."""
+    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+    found = sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so*")))
+    if not found:
+        return None
+    try:
+        lib = ctypes.CDLL(found[0])
+        lib.scipy_dgemm_64_  # noqa: B018 - the symbols this module names
+    except (OSError, AttributeError):  # pragma: no cover
+        return None
+    return lib, "scipy_{}_64_", ctypes.c_int64
+
+
+def _scipy_blas() -> tuple | None:
+    """``(table of function pointers, None, c_int)`` of scipy's ``cython_blas`` and
+    ``cython_lapack`` (32-bit integers), or None without scipy."""
+    try:  # pragma: no cover - depends on the environment
+        import scipy.linalg.cython_blas as cb
+        import scipy.linalg.cython_lapack as cl
+    except ImportError:  # pragma: no cover
+        return None
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+    get_ptr.restype, get_ptr.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    caps = {**cb.__pyx_capi__, **cl.__pyx_capi__}
+    table = {k: get_ptr(c, get_name(c)) for k, c in caps.items()}
+    return table, None, ctypes.c_int
+
+
 def _load() -> dict:
-    """The BLAS function pointers of scipy's ``cython_blas`` as ctypes functions."""
+    """``{(prefix, name): ctypes function, "int": integer type}``: numpy's own OpenBLAS,
+    else scipy's, else ``{}`` (numpy fallbacks); loaded on first use."""
     if not _KERNELS:
         table: dict = {}
-        try:  # pragma: no cover - depends on the environment
-            import scipy.linalg.cython_blas as cb
-            import scipy.linalg.lapack as lapack
-
-            get_name = ctypes.pythonapi.PyCapsule_GetName
-            get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-            get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
-            get_ptr.restype = ctypes.c_void_p
-            get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
-            for p in _PREFIX.values():
-                for name, sig in _SIGNATURES.items():
-                    cap = cb.__pyx_capi__[p + name]
-                    addr = get_ptr(cap, get_name(cap))
-                    table[p, name] = ctypes.CFUNCTYPE(None, *sig)(addr)
-            table["lapack"] = lapack
-        except (ImportError, AttributeError, KeyError):  # pragma: no cover
-            table = {}
+        src = _numpy_openblas() or _scipy_blas()
+        if src is not None:
+            lib, fmt, cint = src
+            kinds = {"c": _CHR, "i": ctypes.POINTER(cint), "p": _PTR}
+            try:
+                for p in _PREFIX.values():
+                    for name, sig in _SIGNATURES.items():
+                        proto = ctypes.CFUNCTYPE(None, *[kinds[c] for c in sig])
+                        if fmt is None:
+                            table[p, name] = proto(lib[p + name])
+                        else:
+                            table[p, name] = proto((fmt.format(p + name), lib))
+                table["int"] = cint
+            except (AttributeError, KeyError):  # pragma: no cover
+                table = {}
         _KERNELS[:] = [table]
     return _KERNELS[0]
 
 
 def have_blas() -> bool:
-    """True where the in-place BLAS kernels are available (scipy installed)."""
+    """True where the in-place BLAS/LAPACK kernels are available (numpy's OpenBLAS or
+    scipy), False where every kernel runs on numpy."""
     return bool(_load())
 
 
@@ -94,7 +130,7 @@ def _operand(x: np.ndarray) -> tuple | None:
 
 
 def _i(v: int) -> Any:
-    return ctypes.byref(ctypes.c_int(v))
+    return ctypes.byref(_KERNELS[0]["int"](v))
 
 
 def gemm_sub(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
@@ -120,21 +156,22 @@ def gemm_sub(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
 
 
 def trsm_left(T: np.ndarray, B: np.ndarray, lower: bool, unit: bool) -> None:
-    """``B <- T^-1 B`` in place with the lower (or upper) triangle of the square ``T``, unit
-    diagonal if ``unit`` (a zero on it gives inf/NaN): BLAS ``?trsm``, else substitution."""
+    """``B <- T^-1 B`` in place with the lower (or upper) triangle of the square ``T`` (C- or
+    Fortran-ordered; ``B`` with unit column stride), unit diagonal if ``unit`` (a zero on it gives inf/NaN): BLAS ``?trsm``, else substitution."""
     w, k = B.shape
     if w == 0 or k == 0:
         return
     kern = _load()
-    lds = [_ld(x) for x in (T, B)]
+    opt, ldb = _operand(T), _ld(B)
     p = _PREFIX.get(B.dtype.char)
-    if kern and p and None not in lds and T.dtype == B.dtype:
-        ldt, ldb = lds
+    if kern and p and opt and ldb and T.dtype == B.dtype:
         one = np.array(1, dtype=B.dtype)
-        uplo = b"U" if lower else b"L"  # T^T as a Fortran matrix
+        # B^T <- B^T T^-T; a C-ordered T is T^T as a Fortran matrix, a Fortran-ordered one T
+        uplo = (b"U" if lower else b"L") if opt[0] == b"N" else (b"L" if lower else b"U")
+        trans = b"N" if opt[0] == b"N" else b"T"
         diag = b"U" if unit else b"N"
-        kern[p, "trsm"](b"R", uplo, b"N", diag, _i(k), _i(w), one.ctypes.data, T.ctypes.data,
-                        _i(ldt), B.ctypes.data, _i(ldb))  # fmt: skip
+        kern[p, "trsm"](b"R", uplo, trans, diag, _i(k), _i(w), one.ctypes.data, T.ctypes.data,
+                        _i(opt[1]), B.ctypes.data, _i(ldb))  # fmt: skip
         return
     order = range(w) if lower else range(w - 1, -1, -1)
     for i in order:
@@ -150,12 +187,14 @@ def getrf(A: np.ndarray) -> np.ndarray:
     on numpy.  Returns the pivots (row ``j`` swapped with ``piv[j]``, from 0)."""
     w = A.shape[1]
     kern = _load()
-    if kern and A.dtype.char in _PREFIX and A.flags.f_contiguous and A.size:
-        (fn,) = kern["lapack"].get_lapack_funcs(("getrf",), (A,))
-        lu, piv, _ = fn(A, overwrite_a=True)
-        if lu is not A:  # pragma: no cover - f2py copies only non-contiguous input
-            A[...] = lu
-        return np.asarray(piv[:w], dtype=np.intp)
+    p = _PREFIX.get(A.dtype.char)
+    if kern and p and A.flags.f_contiguous and A.size:
+        m = A.shape[0]
+        ipiv = np.empty(min(m, w), dtype=kern["int"])
+        info = np.zeros(1, dtype=kern["int"])
+        kern[p, "getrf"](_i(m), _i(w), A.ctypes.data, _i(max(m, 1)), ipiv.ctypes.data,
+                         info.ctypes.data)  # fmt: skip
+        return ipiv.astype(np.intp) - 1
     piv = np.empty(w, dtype=np.intp)
     _rgetrf(A, 0, w, piv)
     return piv

@@ -6,39 +6,51 @@ by mesh axis 1 (``d2o.layout(mesh, split=(0, 1), block=(mb, nb))``, any mesh sha
 block sizes, square or not); a 1-axis mesh splitting rows block-cyclically counts as
 ``P x 1``.  Any other layout (slabs, replicated, plain block meshes, views) is first
 redistributed ONCE to the default (`default_layout`: the balanced mesh of
-``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(64, ceil(n / (2 pc)))``); the
-trace shows that redistribution as one exchange (``Alltoallw``) of the operand.
+``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(B, ceil(n / (2 pc)))``, ``B``
+256 where ``pr == 1``, else 64); the trace shows that redistribution as one exchange
+(``Alltoallw``) of the operand.
 
-Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 64 wide
-where the columns are not split):
+Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 256 wide
+where a mesh column is one rank, at most 64 where it is several):
 
-1. the mesh column owning the panel factors it: per column, a local vectorised pivot
-   search and ONE ``Allgather`` in that column's sub-communicator (``pr`` ranks) of each
-   rank's candidate (magnitude, row, row values) and of row ``c`` itself: every rank of
-   the column then swaps and updates its rows alike (NaN wins the search, as in LAPACK;
-   a zero pivot is kept, not divided by: LAPACK's ``info > 0``);
+1. the mesh column owning the panel factors it.  One rank (``pr == 1``): LAPACK
+   ``getrf`` on a Fortran-ordered copy of the panel, no communication
+   (`d2o.ops.blas.getrf`).  Several: per column, a local vectorised pivot search and
+   ONE ``Allgather`` in that column's sub-communicator (``pr`` ranks) of each rank's
+   candidate (magnitude, row, row values) and of row ``c`` itself: every rank of the
+   column then swaps and updates its rows alike (NaN wins the search; a zero pivot is
+   kept, not divided by: LAPACK's ``info > 0``);
 2. the factored panel and its pivots are broadcast along the mesh rows (``pc`` ranks);
 3. the panel's row swaps, composed into one permutation, are applied to every other
-   column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`);
+   column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`; in place,
+   no communication, where the mesh column is one rank);
 4. the panel's rows of the trailing columns are gathered along each mesh column
-   (``Allgatherv``) and solved with the unit lower triangle (U's block row);
-5. the trailing matrix is updated by local GEMMs (numpy ``@``, in row chunks), the next
-   panel's columns first: its mesh column factors and broadcasts it (look-ahead of one
-   panel) before updating the rest, so the other columns do not wait for it.
+   (``Allgatherv``; in place where it is one rank) and solved with the unit lower
+   triangle (BLAS ``trsm``: U's block row);
+5. the trailing matrix is updated in place by BLAS ``gemm`` (``alpha = -1, beta = 1`` on
+   the views, `d2o.ops.blas.gemm_sub`: no temporaries), the next panel's columns first:
+   its mesh column factors it and STARTS its broadcast (``Ibcast``, look-ahead of one
+   panel) before updating the rest in column chunks, testing the broadcast after each
+   (MPI moves data only inside its calls), so the other columns receive it while this
+   rank still computes.
 
 Communication model (bytes received, summed over ranks, ``s`` the itemsize, ``N`` the
 columns, ``N = n + k`` with ``k`` right-hand sides): L panels along mesh rows
 ``(pc - 1) n (n + nb) / 2``; U's block rows along mesh columns at most ``(pr - 1) n N``;
 row swaps at most ``2 n N (pr - 1) / pr``; pivots ``O(n pr nb)``: `model_bytes`,
 ``O(n^2 sqrt(P))`` on a square mesh, ``O(n^2 / sqrt(P))`` per rank.  No rank ever holds
-more than its piece, two panels (``n / pr x nb``: this one and the look-ahead's), one
-block row (``nb x N / pc``), the rows a panel swaps (``2 nb x N / pc``, sent and
-received) and a chunk of the GEMM (a quarter of its piece).
+more than its piece, two panels (``n / pr x w``: this one and the look-ahead's), one
+block row (``w x N / pc``, none where ``pr == 1``) and the rows a panel swaps
+(``2 w x N / pc``, sent and received; small column chunks where ``pr == 1``).
 
-Triangular solves (`solve`): the right-hand sides join the matrix as extra columns (HPL's
-``[A | b]``), so step 5 applies ``L^-1 P`` to them; back substitution then runs the panels
-in reverse: U's panel broadcast along mesh rows, the panel's rows of the right-hand
-sides gathered along mesh columns and solved, and a local GEMM updates the rows above.
+Triangular solves (`solve`): by default the right-hand sides join a working copy of the
+matrix as extra columns (HPL's ``[A | b]``), so step 5 applies ``L^-1 P`` to them; back
+substitution then runs the panels in reverse: U's panel broadcast along mesh rows, the
+panel's rows of the right-hand sides gathered along mesh columns and solved (``trsm``),
+and a local GEMM updates the rows above.  With ``overwrite_a`` (scipy's convention) a
+matrix already on its LU mesh is factored in its own memory (no copy: the piece plus
+two panels per rank) and the right-hand sides are solved after: row swaps, then L's
+panels forward and U's backward (`_substitute`: ``(pc - 1) n (n + nb) / 2`` more bytes).
 """
 
 from __future__ import annotations
@@ -66,6 +78,8 @@ DEFAULT_BLOCK = 64
 WIDEST_PANEL = 256
 #: the columns of one chunk of the trailing update while a broadcast is pending
 _TEST_COLS = 256
+#: elements of the largest temporary of a local row swap
+_SWAP_CHUNK = 1 << 16
 
 
 def default_layout(comm: Any, n: int) -> Any:
@@ -206,6 +220,12 @@ def _swap(work: np.ndarray, g: _Grid, c0: int, piv: np.ndarray) -> None:
     comm, gr, ro, me = g.col_comm, g.gr, g.row_owner, g.me_row
     dst = np.array([m[0] for m in moves], dtype=np.intp)
     srow = np.array([m[1] for m in moves], dtype=np.intp)
+    if comm.size == 1:  # every row here: moved in place, in column chunks (small temporaries)
+        ld, ls = np.searchsorted(gr, dst), np.searchsorted(gr, srow)
+        step = max(1, _SWAP_CHUNK // len(moves))
+        for s in range(0, lc, step):
+            work[ld, s : s + step] = work[ls, s : s + step]
+        return
     od, os_ = ro[dst], ro[srow]
     sel = np.flatnonzero(os_ == me)
     sel = sel[np.argsort(od[sel], kind="stable")]
@@ -297,15 +317,19 @@ def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple,
     nt = len(gc) - q1
     if nt == 0:  # alike in the whole mesh column
         return None
-    part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
-    part[:, :w] = P[: i1 - r0]
-    part[:, w:] = work[r0:i1, q1:]
-    counts, order = g.block_rows(c0, c1, w + nt)
-    G = np.empty((w, w + nt), dtype=work.dtype)
-    G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
-    U = G[:, w:]
-    trsm_left(G[:, :w], U, True, True)  # U's block row: L11^-1 A12
-    work[r0:i1, q1:] = U[gr[r0:i1] - c0]
+    if g.col_comm.size == 1:  # the block row is here: solved in place
+        U = work[r0:i1, q1:]
+        trsm_left(P[:w], U, True, True)  # U's block row: L11^-1 A12
+    else:
+        part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
+        part[:, :w] = P[: i1 - r0]
+        part[:, w:] = work[r0:i1, q1:]
+        counts, order = g.block_rows(c0, c1, w + nt)
+        G = np.empty((w, w + nt), dtype=work.dtype)
+        G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
+        U = G[:, w:]
+        trsm_left(G[:, :w], U, True, True)
+        work[r0:i1, q1:] = U[gr[r0:i1] - c0]
     rows = (r0, i1)
     nxt = g.panels[k + 1] if k + 1 < len(g.panels) else None
     if nxt is None or g.me_col != nxt[2]:
