@@ -76,25 +76,37 @@ def _matrix(n: int, comm) -> tuple:
     return a, b, lay
 
 
-def _numpy_solve(n: int, repeat: int) -> float:
+def _numpy_solve(n: int, repeat: int) -> tuple:
+    """``(wall, cpu)`` seconds of numpy's solve (the best of ``repeat``)."""
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((n, n)), rng.standard_normal(n)
-    best = float("inf")
+    best, cpu = float("inf"), float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         np.linalg.solve(a, b)
         best = min(best, time.perf_counter() - t0)
-    return best
+        cpu = min(cpu, time.process_time() - c0)
+    return best, cpu
 
 
-def _dgemm_rate(n: int) -> float:
+def _dgemm_rate(n: int) -> tuple:
+    """``(wall, cpu)`` flop rates of one DGEMM of ``min(n, 2048)`` square matrices."""
     m = min(n, 2048)
     rng = np.random.default_rng(4)
     x, y = rng.standard_normal((m, m)), rng.standard_normal((m, m))
     x @ y
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     x @ y
-    return 2.0 * m**3 / (time.perf_counter() - t0)
+    return 2.0 * m**3 / (time.perf_counter() - t0), 2.0 * m**3 / (time.process_time() - c0)
+
+
+def _cpu(fn, comm) -> float:
+    """The CPU seconds of ``fn()`` on the busiest rank (MPI's waits poll, so they count:
+    a rank's CPU time is its wall time less what other load took from it)."""
+    comm.barrier()
+    c0 = time.process_time()
+    fn()
+    return comm.allreduce(time.process_time() - c0, op="max")
 
 
 def _rss() -> int:
@@ -125,14 +137,16 @@ def measure() -> dict:
     n, P = opts.n, comm.size
     load0 = os.getloadavg()[0]
     mem = _memory(n, comm)
-    t_np = on_rank0(lambda: _numpy_solve(n, opts.repeat), comm)
-    rate1 = on_rank0(lambda: _dgemm_rate(n), comm)
+    t_np, c_np = on_rank0(lambda: _numpy_solve(n, opts.repeat), comm)
+    rate1, crate1 = on_rank0(lambda: _dgemm_rate(n), comm)
     comm.barrier()
-    concurrent = sum(comm.allgather(_dgemm_rate(n)))  # every rank at once
+    concurrent = sum(comm.allgather(_dgemm_rate(n)[0]))  # every rank at once
     a, b, lay = _matrix(n, comm)
     out: dict = {}
     t_solve = timed(lambda: out.__setitem__("x", dnp.linalg.solve(a, b)), comm, opts.repeat)
     t_lu = timed(lambda: dnp.linalg.det(a), comm, opts.repeat)
+    c_solve = _cpu(lambda: dnp.linalg.solve(a, b), comm)
+    c_lu = _cpu(lambda: dnp.linalg.det(a), comm)
     with d2o.options(check_args=False), d2o.trace() as t:
         dnp.linalg.det(a)
     moved = comm.allreduce(t.bytes_received)
@@ -154,7 +168,9 @@ def measure() -> dict:
         "dgemm_one_core_flops": rate1, "lu_flops": flops / t_lu,
         "efficiency": flops / t_lu / (P * rate1), "speedup": t_np / t_solve,
         "dgemm_concurrent_flops": concurrent, "efficiency_concurrent": flops / t_lu / concurrent,
-        "memory": mem,
+        "memory": mem, "cpu": {"numpy_solve_s": c_np, "d2o_solve_s": c_solve, "d2o_lu_s": c_lu,
+                               "dgemm_one_core_flops": crate1, "speedup": c_np / c_solve,
+                               "efficiency": flops / c_lu / (P * crate1)},
         "lu_bytes": moved, "model_bytes": model, "hpl_residual": hpl,
         "peak_rss_bytes": rss, "matrix_bytes": 8 * n * n, "repeat": opts.repeat,
         "load_before": load0, "load_after": os.getloadavg()[0],
@@ -170,6 +186,10 @@ def measure() -> dict:
               f"(goal {100 * GOALS['efficiency']:.0f} %)")  # fmt: skip
         print(f"  over the concurrent DGEMM rate of {P} ranks at once ({concurrent / 1e9:.2f} "
               f"GFlop/s): {100 * res['efficiency_concurrent']:.1f} %")  # fmt: skip
+        print(f"by CPU time (what other load on the machine took away does not count): numpy "
+              f"{c_np:.3f} s, d2o solve {c_solve:.3f} s (speed-up {c_np / c_solve:.2f}); LU "
+              f"{c_lu:.3f} s over {P} x {crate1 / 1e9:.2f} GFlop/s: "
+              f"{100 * flops / c_lu / (P * crate1):.1f} %")  # fmt: skip
         print(f"bytes per LU (summed over ranks): {moved:,}; model {model:,} "
               f"({moved / max(model, 1):.2f} of it)")  # fmt: skip
         print(f"HPL scaled residual: {hpl:.4f} (< 16); load average {res['load_after']:.2f}")

@@ -6,8 +6,8 @@ by mesh axis 1 (``d2o.layout(mesh, split=(0, 1), block=(mb, nb))``, any mesh sha
 block sizes, square or not); a 1-axis mesh splitting rows block-cyclically counts as
 ``P x 1``.  Any other layout (slabs, replicated, plain block meshes, views) is first
 redistributed ONCE to the default (`default_layout`: the balanced mesh of
-``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(B, ceil(n / (2 pc)))``, ``B``
-256 where ``pr == 1``, else 64); the trace shows that redistribution as one exchange
+``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(256, ceil(n / (8 pc)))``
+where ``pr == 1``, else ``min(64, ceil(n / (2 pc)))``); the trace shows that redistribution as one exchange
 (``Alltoallw``) of the operand.
 
 Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 256 wide
@@ -86,12 +86,14 @@ def default_layout(comm: Any, n: int) -> Any:
     """The block-cyclic mesh LU redistributes other layouts to: ``dims_create(P, 2)`` ranks
     with the shorter side along the rows (``pr <= pc``, as HPL advises: the pivot search,
     one collective per column among ``pr`` ranks, is on the critical path), square blocks
-    of ``min(B, ceil(n / (2 pc)))`` (at least 1), ``B`` = `WIDEST_PANEL` where a mesh
-    column is one rank (LAPACK factors the panel; GEMMs with a deeper ``k`` run faster),
-    else `DEFAULT_BLOCK`; local."""
+    of ``min(256, ceil(n / (8 pc)))`` where a mesh column is one rank (LAPACK factors the
+    panel; GEMMs with a deeper ``k`` run faster; at least 4 blocks per rank balance the
+    ranks' turns), else ``min(64, ceil(n / (2 pc)))`` (at least 1); local."""
     pc, pr = dims_create(comm.size, 2)
-    cap = WIDEST_PANEL if pr == 1 else DEFAULT_BLOCK
-    b = max(1, min(cap, -(-n // (2 * max(pr, pc)))))
+    if pr == 1:  # at least 4 blocks per rank: the ranks' turns balance
+        b = max(1, min(WIDEST_PANEL, -(-n // (8 * pc))))
+    else:
+        b = max(1, min(DEFAULT_BLOCK, -(-n // (2 * max(pr, pc)))))
     return layout((pr, pc), (0, 1), b, comm)
 
 
