@@ -274,6 +274,12 @@ class Comm:
             _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
         return req
 
+    def wait(self, req: Any) -> None:
+        """Complete a request this communicator's `Ibcast` started (None: nothing to do);
+        a wait point of the watchdog, like the blocking calls."""
+        if req is not None:
+            req.Wait()
+
     def Alltoallw(
         self,
         send: np.ndarray,
@@ -411,7 +417,8 @@ wait_points = frozenset(
     getattr(Comm, name).__code__
     for name in (
         "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-        "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+        "Allreduce", "Bcast", "wait", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv",
+        "Split",
     )
 )  # fmt: skip
 

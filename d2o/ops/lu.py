@@ -281,8 +281,7 @@ def _receive(comm: Any, bufs: tuple, root: int) -> None:
     """Broadcasts of ``bufs`` from ``root`` along a mesh row, started and completed here (the
     root of a look-ahead started its own earlier: `_step`)."""
     for req in [comm.Ibcast(b, root=root) for b in bufs]:
-        if req is not None:
-            req.Wait()
+        comm.wait(req)
 
 
 def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple,
@@ -367,7 +366,7 @@ def factor(work: np.ndarray, d: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
         for k in range(len(g.panels)):
             pre = _step(work, g, k, pre, (ipiv, diag), pending)
     for req in pending:
-        req.Wait()
+        g.row_comm.wait(req)
     return ipiv, diag
 
 
