@@ -358,3 +358,17 @@ def test_overwrite_a_moves_the_model_and_makes_no_copy():
     copied, _ = run(False)
     collective_assert(copied >= piece, (copied, piece))  # the default: a working copy
     collective_assert(inplace <= 0.5 * piece, (inplace, piece))  # overwrite_a: none
+
+
+def test_ibcast_moves_the_buffer_and_is_traced():
+    """`Comm.Ibcast` (the look-ahead's broadcast) and `Comm.wait`: the root's values on every
+    rank, counted by the trace as a broadcast."""
+    for root in range(P):
+        buf = np.full(10, float(comm.rank)) if comm.rank == root else np.zeros(10)
+        with d2o.trace() as t:
+            req = comm.Ibcast(buf, root=root)
+            comm.wait(req)
+        collective_assert(np.array_equal(buf, np.full(10, float(root))), (root, buf))
+        got = comm.allreduce(t.bytes_received)
+        collective_assert(got == 80 * (P - 1), (root, got))
+        collective_assert((req is None) == (P == 1), req)
