@@ -22,6 +22,7 @@ import pytest
 from _helpers import layouts, make, sample
 
 import d2o
+import d2o.numpy as dnp
 from d2o import default_comm, distributed_data_object
 from d2o.testing import (
     assert_equal_to_numpy,
@@ -744,6 +745,15 @@ def test_out_follows_numpy_rules():
         out2 = D(np.zeros(4 * 5))
         collective_assert(x.cumsum(out=out2) is out2)
         assert_equal_to_numpy(out2, A.cumsum(), rtol=1e-12)
+
+
+@case("linalg.solve", overwrite_a=True, overwrite_b=True)
+def _(kw):
+    """d2o's extension (scipy.linalg.solve's convention): numpy's solution either way."""
+    a = sample((6, 6), "float64", seed=8) + 6 * np.eye(6)
+    b = sample((6, 2), "float64", seed=9)
+    for x in each_layout(a):
+        same(lambda: dnp.linalg.solve(x, b, **kw), lambda: np.linalg.solve(a, b), rtol=1e-10)
 
 
 @case("to_device", stream=None)

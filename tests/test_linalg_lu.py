@@ -272,3 +272,103 @@ def test_solve_moves_the_lu_and_the_back_substitution_only():
         collective_assert(moved <= bound, (mesh, moved, bound))
         collective_assert(not any(r.via_slab or r.fallback for r in t.records), t.records)
         collective_assert(np.allclose(got.get_full_data(), np.linalg.solve(a, b)), mesh)
+
+
+def test_overwrite_a_factors_in_place_where_native():
+    """d2o's ``overwrite_a``: numpy's solution; ``a`` changed only where it is on its LU mesh
+    in the computation dtype, untouched elsewhere and without the keyword."""
+    n, k = 23, 2
+    check = Checks()
+    for dtype in ("float64", "complex64"):
+        a = matrix(n, dtype) + np.eye(n, dtype=dtype)
+        t = tol(a)
+        for rhs in (sample((n,), dtype, seed=5), sample((n, k), dtype, seed=6)):
+            want = np.linalg.solve(a, rhs)
+            for mesh in MESHES:
+                for block in (7, (3, 5)):
+                    spec = d2o.layout(mesh, (0, 1), block)
+                    for over in (False, True):
+                        x = distributed_data_object(a, distribution_strategy=spec)
+                        got = dnp.linalg.solve(x, rhs, overwrite_a=over, overwrite_b=over)
+                        close(check, got, want, t, (dtype, mesh, block, over))
+                        kept = np.array_equal(x.get_full_data(), a)
+                        check.true(kept != over, (dtype, mesh, block, over, "a changed"))
+            for spec in ("equal", "not"):  # not on a mesh: redistributed, a untouched
+                x = distributed_data_object(a, distribution_strategy=spec)
+                close(check, dnp.linalg.solve(x, rhs, overwrite_a=True), want, t, spec)
+                check.true(np.array_equal(x.get_full_data(), a), (spec, "kept"))
+    lay = d2o.layout(MESHES[-1], (0, 1), 4)
+    ints = np.arange(n * n).reshape(n, n) % 7 + 7 * np.eye(n, dtype=int)
+    x = distributed_data_object(ints, distribution_strategy=lay)  # int64: a float64 copy
+    got = dnp.linalg.solve(x, np.ones(n), overwrite_a=True)
+    close(check, got, np.linalg.solve(ints, np.ones(n)), 1e-10, "int64")
+    check.true(np.array_equal(x.get_full_data(), ints), "int64 kept")
+    check.done()
+
+
+def test_overwrite_a_bad_input_and_nan_on_one_rank():
+    n = 12
+    lay = d2o.layout(MESHES[-1], (0, 1), 4)
+    a = matrix(n, "float64") + np.eye(n)
+    x = distributed_data_object(a, distribution_strategy=lay)
+    for bad in (np.ones(5), np.ones((5, 2)), distributed_data_object(np.ones(3))):
+        assert_raises_everywhere(ValueError, dnp.linalg.solve, x, bad, overwrite_a=True)
+    assert np.array_equal(x.get_full_data(), a)  # refused: nothing changed
+    z = distributed_data_object(np.zeros((n, n)), distribution_strategy=lay)
+    assert_raises_everywhere(LinAlgError, dnp.linalg.solve, z, np.ones(n), overwrite_a=True)
+    b = distributed_data_object(np.ones(n), distribution_strategy="equal")
+    if comm.rank == P - 1 and b.data.size:  # NaN on one rank's piece only
+        b.data[-1] = np.nan
+    got = dnp.linalg.solve(x, b, overwrite_a=True).get_full_data()
+    want = np.linalg.solve(a, b.get_full_data())
+    collective_assert(np.array_equal(np.isnan(got), np.isnan(want)), (got, want))
+
+
+def test_overwrite_a_moves_the_model_and_makes_no_copy():
+    n, k = 96, 1
+    a = matrix(n, "float64") + np.eye(n)
+    b = sample((n,), "float64", seed=9)
+    for mesh in MESHES:
+        pr, pc = mesh
+        lay = d2o.layout(mesh, (0, 1), 8)
+        x = distributed_data_object(a, distribution_strategy=lay)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            dnp.linalg.solve(x, b, overwrite_a=True)
+        moved = comm.allreduce(t.bytes_received)
+        exchanged = comm.allreduce(sum(c[3] for c in t.calls if c[1] == "Alltoallw"))
+        # the LU, L's and U's panels along mesh rows, b's rows (gathered per panel, its row
+        # swaps) along mesh columns, and the solution's one redistribution
+        subst = 2 * (pc - 1) * n * (n + 8) / 2 * 8 + 4 * (pr - 1) * n * k * 8 + n * k * 8 * P
+        bound = lu.model_bytes(n, n, mesh, 8, 8) + subst
+        collective_assert(moved <= bound, (mesh, moved, bound))
+        collective_assert(exchanged <= n * k * 8 * P, (mesh, exchanged))  # the solution only
+        collective_assert(not any(r.via_slab or r.fallback for r in t.records), t.records)
+    n = 512
+    mesh = MESHES[len(MESHES) // 2]
+    lay = d2o.layout(mesh, (0, 1), 16)
+    a = matrix(n, "float64") + np.eye(n)
+
+    def run(over: bool):
+        x = distributed_data_object(a, distribution_strategy=lay)
+        piece = x.data.nbytes
+        _, peak = traced_peak(lambda _: dnp.linalg.solve(x, np.ones(n), overwrite_a=over))
+        return peak, piece
+
+    inplace, piece = run(True)
+    copied, _ = run(False)
+    collective_assert(copied >= piece, (copied, piece))  # the default: a working copy
+    collective_assert(inplace <= 0.5 * piece, (inplace, piece))  # overwrite_a: none
+
+
+def test_ibcast_moves_the_buffer_and_is_traced():
+    """`Comm.Ibcast` (the look-ahead's broadcast) and `Comm.wait`: the root's values on every
+    rank, counted by the trace as a broadcast."""
+    for root in range(P):
+        buf = np.full(10, float(comm.rank)) if comm.rank == root else np.zeros(10)
+        with d2o.trace() as t:
+            req = comm.Ibcast(buf, root=root)
+            comm.wait(req)
+        collective_assert(np.array_equal(buf, np.full(10, float(root))), (root, buf))
+        got = comm.allreduce(t.bytes_received)
+        collective_assert(got == 80 * (P - 1), (root, got))
+        collective_assert((req is None) == (P == 1), req)

@@ -257,6 +257,30 @@ class Comm:
                 _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
         return buf
 
+    def Ibcast(self, buf: np.ndarray, root: int = 0) -> Any:
+        """Start broadcasting a contiguous array in place from ``root`` (non-blocking: every
+        rank must start it, in the same order as its other collectives here, and complete
+        it with the request's ``Wait``/``Test``); returns the request, or None where
+        nothing moves (one rank, an empty buffer)."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
+        if self.size == 1 or not buf.nbytes:
+            return None
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        req = self.mpi.Ibcast([buf, MPI.BYTE], root=root)
+        if _tr.active:
+            mine = self.rank == root
+            _tr.note("Bcast", buf.nbytes if mine else 0, 0 if mine else buf.nbytes, self.size)
+        return req
+
+    def wait(self, req: Any) -> None:
+        """Complete a request this communicator's `Ibcast` started (None: nothing to do);
+        a wait point of the watchdog, like the blocking calls."""
+        if req is not None:
+            req.Wait()
+
     def Alltoallw(
         self,
         send: np.ndarray,
@@ -394,7 +418,8 @@ wait_points = frozenset(
     getattr(Comm, name).__code__
     for name in (
         "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-        "Allreduce", "Bcast", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv", "Split",
+        "Allreduce", "Bcast", "wait", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv",
+        "Split",
     )
 )  # fmt: skip
 

@@ -64,10 +64,16 @@ def _native(a: Any) -> bool:
 
 
 @operation("linalg.solve", mesh=True)
-def solve(a: Any, b: Any) -> Any:
+def solve(a: Any, b: Any, *, overwrite_a: bool = False, overwrite_b: bool = False) -> Any:
     """numpy's ``linalg.solve``: LU of ``[a | b]`` on the mesh (``b``: ``(n,)`` or
     ``(n, k)``), then back substitution; communicates ``O(n (n + k) sqrt(P))`` bytes.
-    ``LinAlgError`` on every rank for a singular ``a``."""
+    ``LinAlgError`` on every rank for a singular ``a``.
+
+    d2o's extension, scipy.linalg.solve's convention: ``overwrite_a=True`` lets the LU
+    run in ``a``'s own memory where ``a`` is on its LU mesh already (of the computation
+    dtype): no working copy, ``a`` holds L and U afterwards (its values are undefined for
+    the caller); elsewhere it changes nothing.  ``overwrite_b`` is accepted alike (the
+    right-hand sides are always copied: they are ``k`` columns)."""
     if not find_arrays((a, b)):
         return np.linalg.solve(a, b)
     _square(a)
@@ -75,6 +81,7 @@ def solve(a: Any, b: Any) -> Any:
     bn = np.ndim(b)
     if not _native(a) or bn > 2:
         return fallback("linalg.solve", np.linalg.solve, (a, b), {})
+    del overwrite_b  # a permission only: b's copy on the mesh is small
     n = a.shape[0]
     if bn == 0:
         raise ValueError(
@@ -87,7 +94,7 @@ def solve(a: Any, b: Any) -> Any:
             f"solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
             f"signature {sig} (size {np.shape(b)[0]} is different from {n})"
         )
-    return _lu.solve(a, b, t, _LinAlgError)
+    return _lu.solve(a, b, t, _LinAlgError, overwrite_a=bool(overwrite_a))
 
 
 @operation("linalg.inv", mesh=True)

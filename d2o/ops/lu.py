@@ -6,39 +6,51 @@ by mesh axis 1 (``d2o.layout(mesh, split=(0, 1), block=(mb, nb))``, any mesh sha
 block sizes, square or not); a 1-axis mesh splitting rows block-cyclically counts as
 ``P x 1``.  Any other layout (slabs, replicated, plain block meshes, views) is first
 redistributed ONCE to the default (`default_layout`: the balanced mesh of
-``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(64, ceil(n / (2 pc)))``); the
-trace shows that redistribution as one exchange (``Alltoallw``) of the operand.
+``dims_create(P, 2)``, ``pr <= pc``, square blocks of ``min(256, ceil(n / (8 pc)))``
+where ``pr == 1``, else ``min(64, ceil(n / (2 pc)))``); the trace shows that redistribution as one exchange
+(``Alltoallw``) of the operand.
 
-Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 64 wide
-where the columns are not split):
+Algorithm, per panel (the columns of one column block, ``w <= nb`` wide; at most 256 wide
+where a mesh column is one rank, at most 64 where it is several):
 
-1. the mesh column owning the panel factors it: per column, a local vectorised pivot
-   search and ONE ``Allgather`` in that column's sub-communicator (``pr`` ranks) of each
-   rank's candidate (magnitude, row, row values) and of row ``c`` itself: every rank of
-   the column then swaps and updates its rows alike (NaN wins the search, as in LAPACK;
-   a zero pivot is kept, not divided by: LAPACK's ``info > 0``);
+1. the mesh column owning the panel factors it.  One rank (``pr == 1``): LAPACK
+   ``getrf`` on a Fortran-ordered copy of the panel, no communication
+   (`d2o.ops.blas.getrf`).  Several: per column, a local vectorised pivot search and
+   ONE ``Allgather`` in that column's sub-communicator (``pr`` ranks) of each rank's
+   candidate (magnitude, row, row values) and of row ``c`` itself: every rank of the
+   column then swaps and updates its rows alike (NaN wins the search; a zero pivot is
+   kept, not divided by: LAPACK's ``info > 0``);
 2. the factored panel and its pivots are broadcast along the mesh rows (``pc`` ranks);
 3. the panel's row swaps, composed into one permutation, are applied to every other
-   column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`);
+   column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`; in place,
+   no communication, where the mesh column is one rank);
 4. the panel's rows of the trailing columns are gathered along each mesh column
-   (``Allgatherv``) and solved with the unit lower triangle (U's block row);
-5. the trailing matrix is updated by local GEMMs (numpy ``@``, in row chunks), the next
-   panel's columns first: its mesh column factors and broadcasts it (look-ahead of one
-   panel) before updating the rest, so the other columns do not wait for it.
+   (``Allgatherv``; in place where it is one rank) and solved with the unit lower
+   triangle (BLAS ``trsm``: U's block row);
+5. the trailing matrix is updated in place by BLAS ``gemm`` (``alpha = -1, beta = 1`` on
+   the views, `d2o.ops.blas.gemm_sub`: no temporaries), the next panel's columns first:
+   its mesh column factors it and STARTS its broadcast (``Ibcast``, look-ahead of one
+   panel) before updating the rest in column chunks, testing the broadcast after each
+   (MPI moves data only inside its calls), so the other columns receive it while this
+   rank still computes.
 
 Communication model (bytes received, summed over ranks, ``s`` the itemsize, ``N`` the
 columns, ``N = n + k`` with ``k`` right-hand sides): L panels along mesh rows
 ``(pc - 1) n (n + nb) / 2``; U's block rows along mesh columns at most ``(pr - 1) n N``;
 row swaps at most ``2 n N (pr - 1) / pr``; pivots ``O(n pr nb)``: `model_bytes`,
 ``O(n^2 sqrt(P))`` on a square mesh, ``O(n^2 / sqrt(P))`` per rank.  No rank ever holds
-more than its piece, two panels (``n / pr x nb``: this one and the look-ahead's), one
-block row (``nb x N / pc``), the rows a panel swaps (``2 nb x N / pc``, sent and
-received) and a chunk of the GEMM (a quarter of its piece).
+more than its piece, two panels (``n / pr x w``: this one and the look-ahead's), one
+block row (``w x N / pc``, none where ``pr == 1``) and the rows a panel swaps
+(``2 w x N / pc``, sent and received; small column chunks where ``pr == 1``).
 
-Triangular solves (`solve`): the right-hand sides join the matrix as extra columns (HPL's
-``[A | b]``), so step 5 applies ``L^-1 P`` to them; back substitution then runs the panels
-in reverse: U's panel broadcast along mesh rows, the panel's rows of the right-hand
-sides gathered along mesh columns and solved, and a local GEMM updates the rows above.
+Triangular solves (`solve`): by default the right-hand sides join a working copy of the
+matrix as extra columns (HPL's ``[A | b]``), so step 5 applies ``L^-1 P`` to them; back
+substitution then runs the panels in reverse: U's panel broadcast along mesh rows, the
+panel's rows of the right-hand sides gathered along mesh columns and solved (``trsm``),
+and a local GEMM updates the rows above.  With ``overwrite_a`` (scipy's convention) a
+matrix already on its LU mesh is factored in its own memory (no copy: the piece plus
+two panels per rank) and the right-hand sides are solved after: row swaps, then L's
+panels forward and U's backward (`_substitute`: ``(pc - 1) n (n + nb) / 2`` more bytes).
 """
 
 from __future__ import annotations
@@ -53,26 +65,35 @@ from ..layouts.distributors import as_runs
 from ..layouts.mesh import dims_create, explicit, is_mesh, layout, subcomm
 from ..move.p2p import route_pieces
 from ..move.redistribution import redistribute
+from .blas import gemm_sub, getrf, trsm_left
 
 __all__ = [
-    "DEFAULT_BLOCK", "Factors", "default_layout", "lu_layout", "factor", "lu_factor",
-    "solve", "inverse", "sign_logdet", "model_bytes",
+    "DEFAULT_BLOCK", "WIDEST_PANEL", "Factors", "default_layout", "lu_layout", "factor",
+    "lu_factor", "in_place", "solve", "inverse", "sign_logdet", "model_bytes",
 ]  # fmt: skip
 
 #: the widest panel and the default block size
 DEFAULT_BLOCK = 64
-#: elements of the largest temporary of the trailing update (16 MiB of float64; at most a
-#: quarter of the rank's piece)
-_CHUNK = 1 << 21
+#: the widest panel where a mesh column is one rank (LAPACK factors it whole)
+WIDEST_PANEL = 256
+#: the columns of one chunk of the trailing update while a broadcast is pending
+_TEST_COLS = 256
+#: elements of the largest temporary of a local row swap
+_SWAP_CHUNK = 1 << 16
 
 
 def default_layout(comm: Any, n: int) -> Any:
     """The block-cyclic mesh LU redistributes other layouts to: ``dims_create(P, 2)`` ranks
     with the shorter side along the rows (``pr <= pc``, as HPL advises: the pivot search,
     one collective per column among ``pr`` ranks, is on the critical path), square blocks
-    of ``min(64, ceil(n / (2 pc)))`` (at least 1); local."""
+    of ``min(256, ceil(n / (8 pc)))`` where a mesh column is one rank (LAPACK factors the
+    panel; GEMMs with a deeper ``k`` run faster; at least 4 blocks per rank balance the
+    ranks' turns), else ``min(64, ceil(n / (2 pc)))`` (at least 1); local."""
     pc, pr = dims_create(comm.size, 2)
-    b = max(1, min(DEFAULT_BLOCK, -(-n // (2 * max(pr, pc)))))
+    if pr == 1:  # at least 4 blocks per rank: the ranks' turns balance
+        b = max(1, min(WIDEST_PANEL, -(-n // (8 * pc))))
+    else:
+        b = max(1, min(DEFAULT_BLOCK, -(-n // (2 * max(pr, pc)))))
     return layout((pr, pc), (0, 1), b, comm)
 
 
@@ -113,10 +134,11 @@ class _Grid:
                 owner[s:e] = c
         self.row_owner = owner  # the mesh row (rank in a column) holding each row
         panels = []
+        wmax = WIDEST_PANEL if self.col_comm.size == 1 else DEFAULT_BLOCK
         for c, entry in enumerate(d.runs[1]):
             for s, e in as_runs(entry):
-                for p in range(s, min(e, n), DEFAULT_BLOCK):
-                    panels.append((p, min(p + DEFAULT_BLOCK, e, n), c))
+                for p in range(s, min(e, n), wmax):
+                    panels.append((p, min(p + wmax, e, n), c))
         self.panels = sorted(panels)
 
     def block_rows(self, c0: int, c1: int, width: int) -> tuple:
@@ -174,36 +196,11 @@ def _panel(P: np.ndarray, rows: np.ndarray, c0: int, g: _Grid, wide: np.dtype) -
     return meta
 
 
-def _rgetrf(A: np.ndarray, j0: int, j1: int, piv: np.ndarray) -> None:
-    """Recursive LU with partial pivoting of columns ``j0:j1`` of a panel held whole on
-    this rank (``A``'s row ``j`` is the panel's column ``j``'s diagonal row); swaps span
-    the panel's width.  Halves meet in GEMMs; columns of 8 or fewer go one by one."""
-    if j1 - j0 <= 8:
-        cplx = A.dtype.kind == "c"
-        for j in range(j0, j1):
-            col = A[j:, j]
-            mag = np.abs(col.real) + np.abs(col.imag) if cplx else np.abs(col)
-            i = j + int(np.argmax(mag))
-            piv[j] = i
-            if i != j:
-                A[[j, i]] = A[[i, j]]
-            if A[j, j] != 0:
-                A[j + 1 :, j] /= A[j, j]
-            if j + 1 < j1:
-                A[j + 1 :, j + 1 : j1] -= np.outer(A[j + 1 :, j], A[j, j + 1 : j1])
-        return
-    h = (j0 + j1) // 2
-    _rgetrf(A, j0, h, piv)
-    A[j0:h, h:j1] = _unit_lower_inverse(A[j0:h, j0:h]) @ A[j0:h, h:j1]
-    A[h:, h:j1] -= A[h:, j0:h] @ A[j0:h, h:j1]
-    _rgetrf(A, h, j1, piv)
-
-
 def _local_panel(P: np.ndarray, c0: int, wide: np.dtype) -> np.ndarray:
-    """`_panel` for a mesh column of one rank (``pr == 1``): no communication at all."""
+    """`_panel` for a mesh column of one rank (``pr == 1``): LAPACK ``getrf`` on the
+    Fortran-ordered panel (`d2o.ops.blas.getrf`), no communication at all."""
     w = P.shape[1]
-    piv = np.empty(w, dtype=np.intp)
-    _rgetrf(P, 0, w, piv)
+    piv = getrf(P)
     meta = np.empty(2 * w, dtype=wide)
     meta[:w] = piv + c0
     meta[w:] = np.diagonal(P)[:w]
@@ -225,6 +222,12 @@ def _swap(work: np.ndarray, g: _Grid, c0: int, piv: np.ndarray) -> None:
     comm, gr, ro, me = g.col_comm, g.gr, g.row_owner, g.me_row
     dst = np.array([m[0] for m in moves], dtype=np.intp)
     srow = np.array([m[1] for m in moves], dtype=np.intp)
+    if comm.size == 1:  # every row here: moved in place, in column chunks (small temporaries)
+        ld, ls = np.searchsorted(gr, dst), np.searchsorted(gr, srow)
+        step = max(1, _SWAP_CHUNK // len(moves))
+        for s in range(0, lc, step):
+            work[ld, s : s + step] = work[ls, s : s + step]
+        return
     od, os_ = ro[dst], ro[srow]
     sel = np.flatnonzero(os_ == me)
     sel = sel[np.argsort(od[sel], kind="stable")]
@@ -235,24 +238,6 @@ def _swap(work: np.ndarray, g: _Grid, c0: int, piv: np.ndarray) -> None:
     rc = np.bincount(os_[got], minlength=comm.size) * lc
     (recv,), _ = route_pieces([out], sc, comm, rc)
     work[np.searchsorted(gr, dst[got])] = recv.reshape(-1, lc)
-
-
-def _unit_lower_inverse(L: np.ndarray) -> np.ndarray:
-    """The inverse of the unit lower triangle of ``L`` (w x w, by substitution)."""
-    w = L.shape[0]
-    X = np.eye(w, dtype=L.dtype)
-    for i in range(1, w):
-        X[i, :i] -= L[i, :i] @ X[:i, :i]
-    return X
-
-
-def _upper_solve(U: np.ndarray, Y: np.ndarray) -> None:
-    """``Y <- triu(U)^-1 Y`` in place (w x w, back substitution; a zero gives inf/NaN)."""
-    w = U.shape[0]
-    for i in range(w - 1, -1, -1):
-        if i + 1 < w:
-            Y[i] -= U[i, i + 1 :] @ Y[i + 1 :]
-        Y[i] /= U[i, i]
 
 
 def _factor_panel(work: np.ndarray, g: _Grid, c0: int, c1: int, wide: np.dtype) -> tuple:
@@ -266,26 +251,46 @@ def _factor_panel(work: np.ndarray, g: _Grid, c0: int, c1: int, wide: np.dtype) 
         meta = _local_panel(P, c0, wide)
     else:
         meta = _panel(P, g.gr[r0:], c0, g, wide)
-    return np.ascontiguousarray(P), meta  # as the other ranks receive it
+    return P, meta  # Fortran-ordered, as the other ranks receive it
 
 
-def _update(work: np.ndarray, L: np.ndarray, U: np.ndarray, rows: tuple, q1: int, cols: tuple):
-    """The trailing update of local columns ``cols`` (a range; U's columns start at ``q1``)
-    below the panel's rows ``rows = (r0, i1)``, in row chunks (local GEMMs)."""
+def _progress(pending: list) -> None:
+    """Let MPI move the broadcasts this rank started (``Test``; MPI progresses only inside
+    its calls), dropping those done."""
+    pending[:] = [r for r in pending if not r.Test()]
+
+
+def _update(work: np.ndarray, L: np.ndarray, U: np.ndarray, rows: tuple, q1: int, cols: tuple,
+            pending: list) -> None:  # fmt: skip
+    """The trailing update ``work[i1:, cols] -= L[i1 - r0:] @ U[:, cols - q1]`` below the
+    panel's rows ``rows = (r0, i1)``, in place by BLAS (`d2o.ops.blas.gemm_sub`); while
+    broadcasts of this rank are ``pending``, in column chunks with a ``Test`` after each."""
     (r0, i1), (j0, j1) = rows, cols
-    if j1 <= j0:
+    if j1 <= j0 or i1 >= work.shape[0]:
         return
-    step = max(1, min(_CHUNK, work.size // 4) // (j1 - j0))  # the product: <= 1/4 of the piece
-    Uc = U[:, j0 - q1 : j1 - q1]
-    for s in range(i1, work.shape[0], step):
-        work[s : s + step, j0:j1] -= L[s - r0 : s - r0 + step] @ Uc
+    step = _TEST_COLS if pending else j1 - j0
+    Lb = L[i1 - r0 :]
+    for s in range(j0, j1, step):
+        e = min(s + step, j1)
+        gemm_sub(work[i1:, s:e], Lb, U[:, s - q1 : e - q1])
+        if pending:
+            _progress(pending)
 
 
-def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple) -> tuple | None:
+def _receive(comm: Any, bufs: tuple, root: int) -> None:
+    """Broadcasts of ``bufs`` from ``root`` along a mesh row, started and completed here (the
+    root of a look-ahead started its own earlier: `_step`)."""
+    for req in [comm.Ibcast(b, root=root) for b in bufs]:
+        comm.wait(req)
+
+
+def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple,
+          pending: list) -> tuple | None:  # fmt: skip
     """Panel ``k`` of the factorisation (see the module notes); ``pre``: the panel already
-    factored and broadcast by the look-ahead.  Returns the next panel, factored and
-    broadcast, where this rank's mesh column owns it (its columns updated first, the rest
-    of the trailing matrix after: the broadcasts along each mesh row stay in order)."""
+    factored and broadcast by the look-ahead.  Returns the next panel, factored and its
+    broadcast started (its requests in ``pending``), where this rank's mesh column owns
+    it (its columns updated first, the rest of the trailing matrix after, testing the
+    broadcast between column chunks so that it moves while this rank computes)."""
     ipiv, diag = out
     c0, c1, owner = g.panels[k]
     w = c1 - c0
@@ -300,10 +305,9 @@ def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple) -> 
         if mine:
             P, meta = _factor_panel(work, g, c0, c1, wide)
         else:
-            P = np.empty((len(gr) - r0, w), dtype=work.dtype)
+            P = np.empty((len(gr) - r0, w), dtype=work.dtype, order="F")
             meta = np.empty(2 * w, dtype=wide)
-        g.row_comm.Bcast(P, root=owner)
-        g.row_comm.Bcast(meta, root=owner)
+        _receive(g.row_comm, (P, meta), owner)
     piv = meta[:w].real.astype(np.intp)
     ipiv[c0:c1], diag[c0:c1] = piv, meta[w:]
     _swap(work, g, c0, piv)
@@ -314,26 +318,34 @@ def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple) -> 
     nt = len(gc) - q1
     if nt == 0:  # alike in the whole mesh column
         return None
-    part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
-    part[:, :w] = P[: i1 - r0]
-    part[:, w:] = work[r0:i1, q1:]
-    counts, order = g.block_rows(c0, c1, w + nt)
-    G = np.empty((w, w + nt), dtype=work.dtype)
-    G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
-    U = _unit_lower_inverse(G[:, :w]) @ G[:, w:]
-    work[r0:i1, q1:] = U[gr[r0:i1] - c0]
+    if g.col_comm.size == 1:  # the block row is here: solved in place
+        U = work[r0:i1, q1:]
+        trsm_left(P[:w], U, True, True)  # U's block row: L11^-1 A12
+    else:
+        part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
+        part[:, :w] = P[: i1 - r0]
+        part[:, w:] = work[r0:i1, q1:]
+        counts, order = g.block_rows(c0, c1, w + nt)
+        G = np.empty((w, w + nt), dtype=work.dtype)
+        G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
+        U = G[:, w:]
+        trsm_left(G[:, :w], U, True, True)
+        work[r0:i1, q1:] = U[gr[r0:i1] - c0]
+    rows = (r0, i1)
     nxt = g.panels[k + 1] if k + 1 < len(g.panels) else None
     if nxt is None or g.me_col != nxt[2]:
-        _update(work, P, U, (r0, i1), q1, (q1, len(gc)))
+        _update(work, P, U, rows, q1, (q1, len(gc)), pending)
         return None
     a0 = int(np.searchsorted(gc, nxt[0]))
     a1 = a0 + nxt[1] - nxt[0]
-    _update(work, P, U, (r0, i1), q1, (a0, a1))  # look-ahead: the next panel first
+    _update(work, P, U, rows, q1, (a0, a1), pending)  # look-ahead: the next panel first
     ahead = _factor_panel(work, g, nxt[0], nxt[1], wide)
-    g.row_comm.Bcast(ahead[0], root=nxt[2])  # sent now: the mesh row's next step starts
-    g.row_comm.Bcast(ahead[1], root=nxt[2])  # while this rank finishes its update
-    _update(work, P, U, (r0, i1), q1, (q1, a0))
-    _update(work, P, U, (r0, i1), q1, (a1, len(gc)))
+    for buf in ahead:  # started now: the mesh row's next step starts while this rank
+        req = g.row_comm.Ibcast(buf, root=nxt[2])  # finishes its update
+        if req is not None:
+            pending.append(req)
+    _update(work, P, U, rows, q1, (q1, a0), pending)
+    _update(work, P, U, rows, q1, (a1, len(gc)), pending)
     return ahead
 
 
@@ -342,46 +354,57 @@ def factor(work: np.ndarray, d: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     ``n x N`` matrix whose piece in the 2-D mesh layout ``d`` is ``work``; the other
     columns get ``L^-1 P`` applied.  Returns ``(ipiv, diag)`` on every rank: row ``c`` was
     swapped with ``ipiv[c]`` at step ``c`` (LAPACK's, from 0), ``diag`` is U's diagonal.
-    Look-ahead of one panel: the next panel's mesh column updates, factors and broadcasts
-    it before the rest of its trailing update, so the other columns wait less for it."""
+    Look-ahead of one panel: the next panel's mesh column updates, factors and starts
+    broadcasting it (``Ibcast``) before the rest of its trailing update, so the other
+    columns do not wait for it."""
     g = _Grid(d, n)
     ipiv = np.arange(n, dtype=np.intp)
     diag = np.ones(n, dtype=_wide(work.dtype))
     pre = None
+    pending: list = []
     with np.errstate(all="ignore"):
         for k in range(len(g.panels)):
-            pre = _step(work, g, k, pre, (ipiv, diag))
+            pre = _step(work, g, k, pre, (ipiv, diag), pending)
+    for req in pending:
+        g.row_comm.wait(req)
     return ipiv, diag
 
 
-def _back(work: np.ndarray, d: Any, n: int) -> None:
-    """Collective: back substitution ``U X = Y`` for the columns after the first ``n``."""
-    g = _Grid(d, n)
+def _substitute(A: np.ndarray, g: _Grid, Y: np.ndarray, lower: bool) -> None:
+    """Collective: ``Y <- L^-1 Y`` (``lower``: L's unit lower triangle, panels in order) or
+    ``Y <- U^-1 Y`` (U's upper triangle, panels in reverse) with the factors in ``A``, the
+    first ``n`` columns of the mesh piece; ``Y``'s rows are ``A``'s (its columns: any on
+    each mesh column).  Per panel: the panel's L (or U) part broadcast along mesh rows,
+    its rows of ``Y`` gathered along mesh columns and solved (``trsm``), and a local GEMM
+    updates the rows below (above)."""
     gr, gc = g.gr, g.gc
-    na = int(np.searchsorted(gc, n))
-    Y = work[:, na:]
     kb = Y.shape[1]
     with np.errstate(all="ignore"):
-        for c0, c1, owner in reversed(g.panels):
+        for c0, c1, owner in g.panels if lower else reversed(g.panels):
             w = c1 - c0
             i0, i1 = int(np.searchsorted(gr, c0)), int(np.searchsorted(gr, c1))
+            rs = slice(i0, None) if lower else slice(0, i1)
+            shape = (len(gr) - i0 if lower else i1, w)
             if g.me_col == owner:
                 lc0 = int(np.searchsorted(gc, c0))
-                U = np.ascontiguousarray(work[:i1, lc0 : lc0 + w])
+                T = np.ascontiguousarray(A[rs, lc0 : lc0 + w])
             else:
-                U = np.empty((i1, w), dtype=work.dtype)
-            g.row_comm.Bcast(U, root=owner)
+                T = np.empty(shape, dtype=A.dtype)
+            g.row_comm.Bcast(T, root=owner)
             if kb == 0:  # alike in the whole mesh column
                 continue
-            part = np.concatenate([U[i0:i1], Y[i0:i1]], axis=1)
+            d0, d1 = (0, i1 - i0) if lower else (i0, i1)  # the panel's rows in T
+            part = np.concatenate([T[d0:d1], Y[i0:i1]], axis=1)
             counts, order = g.block_rows(c0, c1, w + kb)
-            G = np.empty((w, w + kb), dtype=work.dtype)
+            G = np.empty((w, w + kb), dtype=A.dtype)
             G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + kb)
             X = G[:, w:]
-            _upper_solve(G[:, :w], X)
+            trsm_left(G[:, :w], X, lower, lower)
             Y[i0:i1] = X[gr[i0:i1] - c0]
-            if i0:
-                Y[:i0] -= U[:i0] @ X
+            if lower:
+                gemm_sub(Y[i1:], T[d1:], X)
+            else:
+                gemm_sub(Y[:i0], T[:i0], X)
 
 
 class Factors:
@@ -399,6 +422,14 @@ class Factors:
         return bool((self.diag == 0).any())
 
 
+def _fresh(piece: np.ndarray, a: D2O, dtype: np.dtype) -> np.ndarray:
+    """``piece`` as a working copy: itself where the redistribution made it (a new C-ordered
+    array of ``dtype``, sharing nothing with ``a``), else a copy."""
+    if piece.dtype == dtype and piece.flags.c_contiguous and not np.shares_memory(piece, a.data):
+        return piece
+    return np.array(piece, dtype=dtype, order="C")
+
+
 def _work(a: D2O, lay: Any, k: int, dtype: np.dtype) -> tuple:
     """``(work, dist, aug)``: a fresh piece of ``[a | k columns]`` in ``lay``; the matrix
     redistributed once (nothing moves when ``a`` is in ``lay`` already)."""
@@ -407,7 +438,7 @@ def _work(a: D2O, lay: Any, k: int, dtype: np.dtype) -> tuple:
     aug = lay.distributor((n, n + k)) if k else dist
     piece = redistribute(a.data, a.distributor, dist)
     if not k:
-        return np.array(piece, dtype=dtype, order="C"), dist, aug
+        return _fresh(piece, a, dtype), dist, aug
     work = np.empty(aug.local_shape, dtype=dtype)
     work[:, : dist.local_shape[1]] = piece
     return work, dist, aug
@@ -444,18 +475,11 @@ def _rhs_dist(aug: Any, n: int, k: int) -> Any:
     return explicit(aug.layout, (n, k), (0, 1), (aug.runs[0], tuple(cols)))
 
 
-def solve(a: D2O, b: Any, dtype: np.dtype, singular: type) -> D2O:
-    """Collective: ``x`` with ``a @ x = b`` for a square distributed ``a`` and ``b`` of shape
-    ``(n,)`` or ``(n, k)`` (distributed or not); ``singular`` is raised on every rank
-    when U has a zero pivot.  ``x`` is on ``a``'s LU mesh: split like ``a``'s rows (a
-    vector: replicated along mesh rows), columns like ``a``'s."""
-    n = a.shape[0]
-    lay = lu_layout(a.distributor, n)
-    vec = np.ndim(b) == 1
-    k = 1 if vec else np.shape(b)[1]
-    work, dist, aug = _work(a, lay, k, dtype)
-    na = dist.local_shape[1]
-    bd = _rhs_dist(aug, n, k)
+def _rhs(b: Any, lay: Any, bd: Any, vec: bool, out: np.ndarray) -> None:
+    """Write this rank's piece of the right-hand sides ``b`` (in ``bd``: a vector lies on
+    the mesh column holding column 0) into ``out`` (one redistribution of a distributed
+    ``b``; a numpy ``b``'s piece is sliced out)."""
+    n = bd.global_shape[0]
     if vec:
         rows = layout(lay.mesh, (0, None), (lay.block[0], None), lay.comm).distributor((n,))
         if isinstance(b, D2O):
@@ -463,11 +487,56 @@ def solve(a: D2O, b: Any, dtype: np.dtype, singular: type) -> D2O:
         else:
             piece = np.asarray(b)[rows.local_slice]
         if bd.local_shape[1]:
-            work[:, na] = piece
+            out[:, 0] = piece
     elif isinstance(b, D2O):
-        work[:, na:] = redistribute(b.data, b.distributor, bd)
+        out[...] = redistribute(b.data, b.distributor, bd)
     else:
-        work[:, na:] = np.asarray(b)[bd.local_slice]
+        out[...] = np.asarray(b)[bd.local_slice]
+
+
+def in_place(a: D2O, dtype: np.dtype) -> bool:
+    """True where `solve` may factor ``a``'s own piece (``overwrite_a``): ``a`` of ``dtype``
+    on its LU layout (`lu_layout`), its piece C-ordered and writeable."""
+    d = a.distributor
+    return (
+        a.dtype == dtype
+        and lu_layout(d, a.shape[0]) is getattr(d, "layout", None)
+        and getattr(d, "split", None) == (0, 1)
+        and a.data.flags.c_contiguous
+        and a.data.flags.writeable
+    )
+
+
+def solve(a: D2O, b: Any, dtype: np.dtype, singular: type, overwrite_a: bool = False) -> D2O:
+    """Collective: ``x`` with ``a @ x = b`` for a square distributed ``a`` and ``b`` of shape
+    ``(n,)`` or ``(n, k)`` (distributed or not); ``singular`` is raised on every rank
+    when U has a zero pivot.  ``x`` is on ``a``'s LU mesh: split like ``a``'s rows (a
+    vector: replicated along mesh rows), columns like ``a``'s.
+
+    By default the LU runs on ``[a | b]`` (a working copy).  With ``overwrite_a`` and ``a``
+    `in_place`, ``a``'s own piece is factored in place (no copy: its values become L and
+    U) and ``b`` is solved after: pivots applied (one ``Alltoallv`` per mesh column),
+    then L's and U's panels broadcast along mesh rows (`_substitute`)."""
+    n = a.shape[0]
+    lay = lu_layout(a.distributor, n)
+    vec = np.ndim(b) == 1
+    k = 1 if vec else np.shape(b)[1]
+    if overwrite_a and in_place(a, dtype):
+        dist = a.distributor
+        bd = _rhs_dist(lay.distributor((n, n + k)), n, k)
+        Y = np.empty(bd.local_shape, dtype=dtype)
+        _rhs(b, lay, bd, vec, Y)
+        ipiv, diag = factor(a.data, dist, n)
+        if (diag == 0).any():  # every rank holds the pivots: all raise alike
+            raise singular("Singular matrix")
+        g = _Grid(dist, n)
+        _swap(Y, g, 0, ipiv)
+        _substitute(a.data, g, Y, True)
+        _substitute(a.data, g, Y, False)
+        return _result(Y, lay, bd, vec)
+    work, dist, aug = _work(a, lay, k, dtype)
+    bd = _rhs_dist(aug, n, k)
+    _rhs(b, lay, bd, vec, work[:, dist.local_shape[1] :])
     return _finish(work, dist, aug, bd, singular, vec)
 
 
@@ -485,15 +554,21 @@ def inverse(a: D2O, dtype: np.dtype, singular: type) -> D2O:
 
 def _finish(work: np.ndarray, dist: Any, aug: Any, bd: Any, singular: type, vec: bool) -> D2O:
     """Factor ``[A | B]``, raise ``singular`` everywhere on a zero pivot, back-substitute
-    and give the solution its layout (one redistribution of ``B``'s columns)."""
+    and give the solution its layout (`_result`)."""
     n = dist.global_shape[0]
-    k = bd.global_shape[1]
+    na = dist.local_shape[1]
     _, diag = factor(work, aug, n)
     if (diag == 0).any():  # every rank holds the pivots: all raise alike
         raise singular("Singular matrix")
-    _back(work, aug, n)
-    x = np.ascontiguousarray(work[:, dist.local_shape[1] :])
-    lay = dist.layout
+    Y = work[:, na:]
+    _substitute(work[:, :na], _Grid(dist, n), Y, False)
+    return _result(np.ascontiguousarray(Y), dist.layout, bd, vec)
+
+
+def _result(x: np.ndarray, lay: Any, bd: Any, vec: bool) -> D2O:
+    """The solution, this rank's piece ``x`` in ``bd``, on the LU mesh ``lay`` (one
+    redistribution of its columns)."""
+    n, k = bd.global_shape
     if vec:
         rows = layout(lay.mesh, (0, None), (lay.block[0], None), lay.comm)
         x = redistribute(x, bd, rows.distributor((n, 1)))

@@ -861,16 +861,24 @@ def render_random(doc: dict) -> str:
 def render_linalg(doc: dict) -> str:
     rows = []
     for n, r in by_count(doc).items():
+        conc = r.get("efficiency_concurrent")
+        mem = r.get("memory")
+        cpu = r.get("cpu")
         rows.append([
             f"{n} × {tuple(r['mesh'])}", f"{r['n']:,}", f"{r['numpy_solve_s']:.3f}",
             f"{r['d2o_solve_s']:.3f}", f"{r['speedup']:.2f}", f"{r['d2o_lu_s']:.3f}",
             f"{r['dgemm_one_core_flops'] / 1e9:.2f}", pct(100 * r["efficiency"]),
+            "" if conc is None else pct(100 * conc),
+            "" if cpu is None else f"{cpu['speedup']:.2f}, {pct(100 * cpu['efficiency'])}",
             nbytes(r["lu_bytes"]), nbytes(r["model_bytes"]), f"{r['hpl_residual']:.4f}",
             nbytes(max(r["peak_rss_bytes"])),
+            "" if mem is None else f"{nbytes(max(mem['peak_rss']))} "
+            f"({nbytes(max(mem['baseline_rss']))} interpreter)",
         ])  # fmt: skip
     head = ["processes × mesh", "n", "numpy solve s", "d2o solve s", "speed-up", "d2o LU s",
-            "DGEMM GFlop/s (1 core)", "LU / (P × DGEMM)", "bytes per LU", "model",
-            "HPL residual", "peak RSS per rank"]  # fmt: skip
+            "DGEMM GFlop/s (1 core)", "LU / (P × DGEMM)", "LU / concurrent DGEMM",
+            "by CPU time: speed-up, LU / (P × DGEMM)", "bytes per LU", "model",
+            "HPL residual", "peak RSS per rank", "overwrite_a pass: peak RSS per rank"]  # fmt: skip
     r0 = next(iter(by_count(doc).values()))
     load = f"load average {r0['load_before']:.2f} before, {r0['load_after']:.2f} after"
     return (
