@@ -14,9 +14,12 @@ Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr
 operation the runtime evaluates every pending array (`flush`): an operation that writes
 into a leaf's memory can therefore never change what a pending expression reads.
 Assignments write the expression straight into the target (`assign`, `inplace`), after
-evaluating only the pending arrays that read the target's memory; an expression whose
-leaves overlap the target other than element for element is computed into a temporary
-first (numpy's semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
+evaluating only the pending arrays that read the target's memory.  A temporary right
+side (nothing but the statement holds it) that reads the target itself, as in
+``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``, is written in one pass where a
+compiled loop can hold the rows still to be read (`d2o.ops.loops`); an expression whose
+leaves overlap the target otherwise is computed into a temporary first (numpy's
+semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
 `LIMIT` nodes at most (its operands are evaluated first); ``d2o.evaluate`` forces
 explicitly; turning ``lazy`` off evaluates everything pending.
 
@@ -32,6 +35,7 @@ and written into by numpy while an expression reading it is pending is not seen.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from typing import Any
 
@@ -50,6 +54,11 @@ __all__ = ["Node", "record", "inplace", "assign", "flush", "evaluate", "pending"
 
 #: The most nodes one expression holds; a larger one evaluates its operands first.
 LIMIT = 32
+#: ``sys.getrefcount`` of a temporary right side inside `assign` (the caller's stack, the
+#: argument tuples of the runtime's frames and `assign`'s own name): a right side held
+#: by a name or a container counts more and is evaluated on its own (tests/test_fusion.py
+#: checks both)
+TEMPORARY_REFS = 5
 #: id(array) -> weak reference, for every deferred array not evaluated yet.
 PENDING: dict[int, Any] = {}
 _DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
@@ -264,6 +273,16 @@ def assign(self: Any, key: Any, value: Any) -> bool:
     view = getitem(self, key)
     if not isinstance(view, D2O) or view.base is None or view.distributor is not value.distributor:
         return False
+    if pending(value) and sys.getrefcount(value) <= TEMPORARY_REFS:
+        # a temporary nobody else holds (``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``):
+        # its expression is written straight into the target, even where it reads the
+        # target's memory (`d2o.ops.fused.run` keeps numpy's semantics: a ring buffer or
+        # a temporary), then it is the target's piece
+        out = view.data
+        _write(out, value, keep=value)
+        settle(value, out)
+        PENDING.pop(id(value), None)
+        return True
     _write(view.data, value)
     return True
 
