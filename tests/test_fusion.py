@@ -592,3 +592,52 @@ def test_random_expressions_compiled_match_numpy(program):
         got = _run(program, x)
         expected = _run(program, a.copy())
         assert_equal_to_numpy(got, expected)
+
+
+# -- shifted views on several ranks: halo rows, then one kernel per segment --------------
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_shifted_stencil_moves_only_halo_rows(dt):
+    """``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)`` on P ranks: the expression takes the
+    centre view's layout (the target's), each shifted operand brings one row across each
+    rank boundary: 2 rows per boundary per step in all, and one fused kernel."""
+    n, steps = 24, 3
+    a = sample((n, n), dt)
+    comm = d2o.default_comm()
+    u = make(a, "equal")
+    ref = a.copy()
+    row = (n - 2) * np.dtype(dt).itemsize
+    for _ in range(steps):
+        with d2o.options(check_args=False), d2o.trace() as t:  # (checked mode: its checks)
+            u[1:-1, 1:-1] = _stencil(u)
+        ref[1:-1, 1:-1] = _stencil(ref)
+        ops = [r.op for r in t.records]
+        sent = comm.allreduce(t.bytes_sent)
+        collective_assert(sent == 2 * (comm.size - 1) * row, f"{sent} bytes: {ops}")
+        fusedrecs = [op for op in ops if op.startswith("fused(")]
+        collective_assert(len(fusedrecs) == 1 and fusedrecs[0].count("add") == 3, ops)
+    assert_equal_to_numpy(u, ref)
+
+
+@pytest.mark.parametrize("engine", ["numexpr", "numba"])
+def test_shifted_expressions_on_every_layout(monkeypatch, engine):
+    """Shifted views by one and two rows, both signs, into another array and in place,
+    on every layout; each engine: numpy's result bit for bit."""
+    if engine == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("D2O_FUSION_ENGINE", engine)
+    a = sample((13, 6), "float64")
+    for strategy, axis in layouts(2):
+        for s in (1, 2):
+            u = make(a, strategy, axis)
+            w = u.copy()
+            ref, wref = a.copy(), a.copy()
+            w[s:-s] = (u[: -2 * s] - u[2 * s :]) * 0.5 + u[s:-s] * u[s:-s]
+            wref[s:-s] = (ref[: -2 * s] - ref[2 * s :]) * 0.5 + ref[s:-s] * ref[s:-s]
+            u[s:-s] = u[2 * s :] * 2.0 - u[: -2 * s] / 3.0
+            ref[s:-s] = ref[2 * s :] * 2.0 - ref[: -2 * s] / 3.0
+            assert_equal_to_numpy(w, wref)
+            assert_equal_to_numpy(u, ref)
+            v = u[:-s] + u[s:]  # not assigned: the pending result read as it is
+            assert_equal_to_numpy(v, ref[:-s] + ref[s:])

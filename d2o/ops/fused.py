@@ -42,6 +42,8 @@ numexpr's C-library calls on one thread, and give numpy's own bits).
 
 from __future__ import annotations
 
+import copy
+import math
 import os
 from typing import Any
 
@@ -49,6 +51,7 @@ import numpy as np
 
 from ..core.comm import default_comm
 from ..core.records import Record, active
+from ..move.halo import Parts
 from . import loops
 
 __all__ = ["run", "kernels"]
@@ -293,6 +296,83 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
     return res
 
 
+def _parts(node: Any, found: list) -> list:
+    """The `Parts` operands (shifted views on several ranks) in ``node``'s tree."""
+    if node.value is None:
+        for a in node.args:
+            if isinstance(a, Parts):
+                found.append(a)
+            elif hasattr(a, "ufunc"):
+                _parts(a, found)
+    return found
+
+
+def _cut(node: Any, axis: int, lo: int, hi: int | None) -> Any:
+    """``node`` over rows ``lo:hi`` of its piece along ``axis`` (``hi`` None: the
+    whole piece), every `Parts` operand the one numpy view that holds those rows."""
+    sub = (slice(None),) * axis + (slice(lo, hi),)
+    args = []
+    for a in node.args:
+        if hasattr(a, "ufunc"):
+            args.append(a.value[sub] if a.value is not None else _cut(a, axis, lo, hi))
+        elif isinstance(a, Parts):
+            args.append(a.segment({axis: (lo, a.shape[axis] if hi is None else hi)}))
+        elif isinstance(a, np.ndarray):
+            args.append(a[sub])
+        else:
+            args.append(a)
+    c = copy.copy(node)
+    c.args = tuple(args)
+    if hi is not None:
+        shape = list(node.shape)
+        shape[axis] = hi - lo
+        c.shape, c.size = tuple(shape), math.prod(shape)
+    return c
+
+
+def _segmented(node: Any, parts: list, ops: list, out: np.ndarray | None) -> np.ndarray:
+    """``node`` whose operands include `Parts`: one kernel per segment of rows that lies
+    inside one piece of every operand (the interior, then the few boundary rows).
+    Where the operands read ``out``, the boundary segments are computed first, aside,
+    and the interior written in place after them (numpy's semantics).  Local."""
+    axis = next((a for p in parts for box, _ in p.pieces for a, (b0, b1) in enumerate(box)
+                 if (b0, b1) != (0, p.shape[a])), None)  # fmt: skip
+    if axis is None:  # every operand in one piece: one kernel
+        return _evaluate(_cut(node, 0, 0, None), ops, out)
+    cuts = sorted({0, node.shape[axis], *(c for p in parts for c in p.cuts(axis))})
+    segs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    res = np.empty(node.shape, node.dtype) if out is None else out
+    big = max(segs, key=lambda s: s[1] - s[0])
+    overlap = out is not None and any(
+        isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in _leaves(node)
+    )
+    where = (slice(None),) * axis
+    aside = []
+    for lo, hi in segs:
+        if (lo, hi) != big:
+            seg = _cut(node, axis, lo, hi)
+            if overlap:
+                aside.append((lo, hi, _evaluate(seg, [])))
+            else:
+                _evaluate(seg, [], res[where + (slice(lo, hi),)])
+    _evaluate(_cut(node, axis, *big), ops, res[where + (slice(*big),)])
+    for lo, hi, value in aside:
+        res[where + (slice(lo, hi),)] = value
+    return res
+
+
+def _leaves(node: Any) -> list:
+    out: list = []
+    for a in node.args:
+        if hasattr(a, "ufunc"):
+            out.extend([a.value] if a.value is not None else _leaves(a))
+        elif isinstance(a, Parts):
+            out.extend(arr for _, arr in a.pieces)
+        elif isinstance(a, np.ndarray):
+            out.append(a)
+    return out
+
+
 def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:
     """Evaluate the deferred expression ``node`` on this rank's pieces (into ``out`` when
     given): one fused kernel, recorded in the active traces as one entry
@@ -303,7 +383,8 @@ def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception
     ops: list[str] = []
     error = None
     try:
-        res = _evaluate(node, ops, out)
+        parts = _parts(node, [])
+        res = _segmented(node, parts, ops, out) if parts else _evaluate(node, ops, out)
     except (ValueError, ArithmeticError) as exc:
         error = exc
         res = np.zeros(node.shape, dtype=node.dtype)
