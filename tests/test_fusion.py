@@ -440,6 +440,8 @@ def test_loops_take_exactly_what_numpy_computes_alike(numba_engine):
         ("float32", lambda a: np.sqrt(abs(a)) + a**2, True),
         ("int8", lambda a: a * 3 - a, True),
         ("uint8", lambda a: (a < 3) | (a == 4), True),
+        ("float32", lambda a: np.square(a) + np.square(a - 1) < 9, True),
+        ("int16", lambda a: np.square(a * 50) - 7, True),
         ("complex128", lambda a: a * a + 1, False),
         ("int64", lambda a: a // 3, False),
         ("float64", lambda a: a**3, False),

@@ -10,8 +10,8 @@ imported at the first such kernel, never at ``import d2o`` (import-time budget).
 Exact per element, so fused here:
 
 * ``+ - *`` in float32, float64 and the integer types (integers computed wider and
-  cast back: numpy's wrap-around), ``/`` in float32 and float64, ``x ** 2`` as ``x*x``
-  (numpy's ``square``), ``-x`` (float and signed integers), ``abs``, ``sqrt``,
+  cast back: numpy's wrap-around), ``/`` in float32 and float64, ``x ** 2`` and
+  ``square`` as ``x*x`` (numpy's ``square`` loop), ``-x`` (float and signed integers), ``abs``, ``sqrt``,
   ``floor``, ``ceil`` (floats);
 * comparisons of floats or integers, ``& | ^ ~`` and the logical functions of bools.
 
@@ -117,7 +117,7 @@ def exact(node: Any) -> bool:
         return False
     if f is np.power:
         return is_two(node.args[1]) and node.call is not f and res in _FLOATS + _INTS
-    if f in _ARITH:
+    if f in _ARITH or f is np.square:
         return res in _FLOATS or res in _INTS
     if f is np.true_divide or f in _FUNCS:
         return res in _FLOATS
@@ -157,7 +157,7 @@ class Builder:
         loop = loop_dtypes(node)
         assert loop is not None
         f, args = node.ufunc, node.args
-        if f is np.power:  # numpy's square: x*x
+        if f is np.power:  # ``x ** 2`` is numpy's square: x*x
             args = args[:1]
         parts = []
         for a, d in zip(args, loop):
@@ -171,7 +171,7 @@ class Builder:
                 p, dt = self.var(np.asarray(a).astype(d)[()], index), d
             parts.append(p if dt == d else f"{_cast(d)}({p})")
         self.ops.append(f.__name__)
-        if f is np.power:
+        if f is np.power or f is np.square:
             body = f"{parts[0]} * {parts[0]}"
         elif f in _ARITH:
             body = f"{parts[0]} {_ARITH[f]} {parts[1]}"
