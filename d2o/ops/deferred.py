@@ -232,17 +232,15 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
 
 def _shifted_layout(arrays: list) -> Any:
     """The layout a fused expression over slabs cut differently along one axis (shifted
-    views of one array on several ranks) is computed in: a pending operand's, else the
-    slabs whose bounds are the operands' mean (for a symmetric stencil, the centre
-    view's: the target of ``u[1:-1, 1:-1] = ...``, so that only halo rows move).  None
-    where the operands are not such slabs.  Depends on the layouts alone (every rank
-    agrees); no communication."""
+    views of one array on several ranks) is computed in: the slabs whose bounds are the
+    operands' mean (for a symmetric stencil, the centre view's: the target of
+    ``u[1:-1, 1:-1] = ...``, so that only halo rows move; a pending operand of another
+    layout is evaluated and shifted like a view).  None where the operands are not such
+    slabs.  Depends on the layouts alone, not on what is pending (which may differ
+    between ranks): every rank agrees; no communication."""
     ds = [x.distributor for x in arrays]
     if not all(slab_rows(d) and d.axis == ds[0].axis for d in ds):
         return None
-    for x in arrays:
-        if pending(x):
-            return x.distributor
     d0 = ds[0]
     bounds = [d.bounds() for d in ds]
     n = len(bounds)
