@@ -9,13 +9,17 @@ Each figure is measured in one run, on one process (``D2O_MPI=0`` or ``mpiexec -
   N-body and Monte Carlo pi) as whole programs, ``run(np, n, iterations)``.
 
 Columns: numpy's time; numexpr alone (the stencil written as one ``numexpr.evaluate``
-into the target: what fusion can reach); d2o.numpy eager (``lazy=False``) and lazy;
-speed-ups against numpy; and the STREAM bound: the bytes each step must touch (the
+into the target); d2o.numpy eager (``lazy=False``), lazy with the numexpr engine alone
+(``D2O_FUSION_ENGINE=numexpr``: the first version's figures) and lazy with the default
+engine (numba loops for pieces of 65536 elements or more, `d2o.ops.loops`); speed-ups
+against numpy; and the STREAM bound: the bytes each step must touch (the
 stencil reads ``u`` and writes ``new``: 16 bytes per point) divided by the triad
 bandwidth (``a = b + s * c``, 24 bytes per element, one thread, measured in the same
 run).  numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per
 process; the figures compare one core with one core).  The machine may be shared:
-the load average is printed with the table.
+the load average is printed with the table.  Also printed: the first lazy stencil
+step's time (numba's import and the kernel's compilation, or its load from numba's
+on-disk cache, included) against a later step's.
 
     D2O_MPI=0 python benchmarks/bench_fusion.py [--quick]
 """
@@ -23,12 +27,14 @@ the load average is printed with the table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 
 os.environ.setdefault("D2O_FUSION_THREADS", "1")
 
+import numba  # noqa: E402
 import numexpr as ne  # noqa: E402
 import numpy as np  # noqa: E402
 from _harness import REPO, record  # noqa: E402  (puts the repository on sys.path)
@@ -103,6 +109,20 @@ def stencil_d2o(u, new, steps):
     return u
 
 
+@contextlib.contextmanager
+def engine(mode: str):
+    """``D2O_FUSION_ENGINE=numexpr`` for the mode "numexpr", the default otherwise."""
+    old = os.environ.pop("D2O_FUSION_ENGINE", None)
+    if mode == "numexpr":
+        os.environ["D2O_FUSION_ENGINE"] = "numexpr"
+    try:
+        yield
+    finally:
+        os.environ.pop("D2O_FUSION_ENGINE", None)
+        if old is not None:
+            os.environ["D2O_FUSION_ENGINE"] = old
+
+
 def on_rank0(fn):
     """``fn()`` timed on rank 0 alone (numpy, numexpr); the others wait."""
     t = fn() if RANK == 0 else 0.0
@@ -124,12 +144,16 @@ def main() -> None:
     t_np = on_rank0(lambda: best(lambda: stencil_numpy(u0, new0, steps), repeat, False))
     t_ne = on_rank0(lambda: best(lambda: stencil_numexpr(u0, new0, steps), repeat, False))
     times = {}
-    for lazy in (False, True):
-        with d2o.options(lazy=lazy):
+    first = later = 0.0
+    for mode in ("eager", "numexpr", "lazy"):
+        with d2o.options(lazy=mode != "eager"), engine(mode):
             u, new = dnp.asarray(a.copy()), dnp.asarray(a.copy())
-            times[lazy] = best(lambda u=u, new=new: stencil_d2o(u, new, steps), repeat)
+            if mode == "lazy":
+                first = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
+                later = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
+            times[mode] = best(lambda u=u, new=new: stencil_d2o(u, new, steps), repeat)
     bound = steps * 16 * n * n / bw / COMM.size
-    rows.append((f"stencil {n}^2 x{steps}", t_np, t_ne, times[False], times[True], bound))
+    rows.append((f"stencil {n}^2 x{steps}", t_np, t_ne, *times.values(), bound))
 
     # -- the seed programs -------------------------------------------------------------
     programs = {
@@ -142,31 +166,35 @@ def main() -> None:
         t_np = on_rank0(lambda mod=mod, size=size, iters=iters: best(
             lambda: mod.run(np, size, iters), repeat, False))  # fmt: skip
         times = {}
-        for lazy in (False, True):
-            with d2o.options(lazy=lazy):
-                times[lazy] = best(lambda mod=mod, size=size, iters=iters: mod.run(
+        for mode in ("eager", "numexpr", "lazy"):
+            with d2o.options(lazy=mode != "eager"), engine(mode):
+                times[mode] = best(lambda mod=mod, size=size, iters=iters: mod.run(
                     dnp, size, iters), repeat)  # fmt: skip
         b = None
         if name == "laplace":  # per sweep: read u, write u, copy u_old, u - u_old, dot
             b = iters * 8 * size * size * 6 / bw / COMM.size
-        rows.append((f"{name} n={size} x{iters}", t_np, None, times[False], times[True], b))
+        rows.append((f"{name} n={size} x{iters}", t_np, None, *times.values(), b))
 
     if RANK == 0:
         load = os.getloadavg()
         print(f"d2o fusion benchmark: {COMM.size} process(es), numexpr {ne.__version__} "
-              f"({ne.get_num_threads()} thread), triad {bw / 1e9:.2f} GB/s (one core), "
+              f"({ne.get_num_threads()} thread), numba {numba.__version__}, "
+              f"triad {bw / 1e9:.2f} GB/s (one core), "
               f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
-        print(f"{'case':<26}{'numpy':>9}{'numexpr':>9}{'eager':>9}{'lazy':>9}"
+        print(f"first lazy stencil step {first:.3f} s (compile or cache load included), "
+              f"a later one {later:.3f} s")  # fmt: skip
+        print(f"{'case':<26}{'numpy':>9}{'numexpr':>9}{'eager':>9}{'lazy-ne':>9}{'lazy':>9}"
               f"{'lazy/np':>9}{'eager/np':>9}{'bound':>9}{'lazy/bound':>11}")  # fmt: skip
-        for case, tn, tx, te, tl, tb in rows:
+        for case, tn, tx, te, tq, tl, tb in rows:
             nx = f"{tx:9.3f}" if tx is not None else f"{'-':>9}"
             bd = f"{tb:9.3f}" if tb is not None else f"{'-':>9}"
             rb = f"{tl / tb:11.2f}" if tb is not None else f"{'-':>11}"
-            print(f"{case:<26}{tn:9.3f}{nx}{te:9.3f}{tl:9.3f}{tn / tl:9.2f}x{tn / te:8.2f}x"
-                  f"{bd}{rb}")  # fmt: skip
-        keys = ("numpy_s", "numexpr_s", "eager_s", "lazy_s", "bound_s")
+            print(f"{case:<26}{tn:9.3f}{nx}{te:9.3f}{tq:9.3f}{tl:9.3f}{tn / tl:9.2f}x"
+                  f"{tn / te:8.2f}x{bd}{rb}")  # fmt: skip
+        keys = ("numpy_s", "numexpr_s", "eager_s", "lazy_numexpr_s", "lazy_s", "bound_s")
         results = {case: dict(zip(keys, r)) for case, *r in rows}
         results["triad_bytes_per_s"] = bw  # type: ignore[assignment]
+        results["first_step_s"] = first  # type: ignore[assignment]
         if not quick:
             record(RECORD, results, processes=[COMM.size])
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import d2o
-from d2o.ops import deferred, fused
+from d2o.ops import deferred, fused, loops
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 
@@ -396,3 +396,250 @@ def test_random_expressions_over_views_match_numpy(program):
     got = _run(program, x)
     expected = _run(program, a.copy())
     assert_equal_to_numpy(got, expected)
+
+
+# -- compiled loops (numba; d2o.ops.loops) ---------------------------------------------
+
+
+@pytest.fixture
+def numba_engine(monkeypatch):
+    """Every fused kernel a compiled loop where exact (``auto`` takes large pieces only)."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("D2O_FUSION_ENGINE", "numba")
+
+
+def _special(a: np.ndarray) -> np.ndarray:
+    """``a`` with NaN, infinities and signed zeros in it (floats)."""
+    a = a.copy()
+    if a.dtype.kind == "f" and a.size >= 6:
+        a.flat[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
+    return a
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_loops_equal_numpy_bit_for_bit(numba_engine, dt):
+    a = _special(sample((5, 4), dt, positive=True))
+    b = sample((5, 4), dt, seed=1, positive=True)
+    for strategy, axis in layouts(2):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        for f in _exprs(dt):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with np.errstate(all="ignore"):
+                    expected = f(np, a, b)
+                    got = f(np, x, y)
+                    d2o.evaluate(got)
+            assert_equal_to_numpy(got, expected)
+
+
+def test_loops_take_exactly_what_numpy_computes_alike(numba_engine):
+    """Which nodes compile to a loop: float and integer arithmetic, comparisons, bool
+    logic; not complex numbers, integer division, other powers, transcendentals."""
+    cases = [
+        ("float64", lambda a: (a - 1.5) * a / 3.0, True),
+        ("float32", lambda a: np.sqrt(abs(a)) + a**2, True),
+        ("int8", lambda a: a * 3 - a, True),
+        ("uint8", lambda a: (a < 3) | (a == 4), True),
+        ("float32", lambda a: np.square(a) + np.square(a - 1) < 9, True),
+        ("int16", lambda a: np.square(a * 50) - 7, True),
+        ("complex128", lambda a: a * a + 1, False),
+        ("int64", lambda a: a // 3, False),
+        ("float64", lambda a: a**3, False),
+        ("float64", lambda a: np.exp(a), False),
+    ]
+    for dt, f, expected in cases:
+        a = sample((6,), dt, positive=True)
+        x = make(a, "equal")
+        r = f(x)
+        collective_assert(loops.exact(r._expr) == expected, f"{dt}: {r._expr.ufunc.__name__}")
+        with np.errstate(all="ignore"):
+            assert_equal_to_numpy(r, f(a))
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_loops_special_values(numba_engine, dt):
+    a = _special(sample((12,), dt))
+    b = _special(sample((12,), dt, seed=2))[::-1].copy()
+    for strategy, axis in layouts(1):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        with np.errstate(all="ignore"):
+            for f in (
+                lambda p, q: p / q,
+                lambda p, q: (p < q) ^ (p != q),
+                lambda p, q: np.sqrt(p) - np.floor(q) * np.ceil(p),
+                lambda p, q: -p * 0.1 + abs(q),
+            ):
+                assert_equal_to_numpy(f(x, y), f(a, b))
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (0, 3), (2, 0), (), (1, 1)])
+def test_loops_empty_and_tiny(numba_engine, shape):
+    a = sample(shape, "float64")
+    for strategy, axis in layouts(len(shape)):
+        x = make(a, strategy, axis)
+        assert_equal_to_numpy(2 * x + x * x - 1.5, 2 * a + a * a - 1.5)
+        if len(shape) == 2 and all(shape):
+            y = x.copy()
+            y[0:1] = y[0:1] * 3.0 + 1.0
+            b = a.copy()
+            b[0:1] = b[0:1] * 3.0 + 1.0
+            assert_equal_to_numpy(y, b)
+
+
+SHIFTS = [(-1, 0), (1, 0), (-2, 0), (2, 0), (0, 1), (0, -2), (-1, 1), (2, -1), (0, 0)]
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int64", "int32"])
+def test_ring_buffer_shifts_as_numpy(numba_engine, dt):
+    """``u[dst] = u[dst shifted] * 3 + u[dst]``: the target overlaps its operands by whole
+    rows (shifts of 1 and 2 rows, both signs, and along the rows): numpy's result."""
+    a = sample((11, 10), dt)
+    dst = (slice(2, 9), slice(2, 8))
+    for sr, sc in SHIFTS:
+        src = (slice(2 + sr, 9 + sr), slice(2 + sc, 8 + sc))
+        for strategy, axis in layouts(2):
+            u = make(a, strategy, axis)
+            u[dst] = u[src] * 3 + u[dst]
+            ref = a.copy()
+            ref[dst] = ref[src] * 3 + ref[dst]
+            assert_equal_to_numpy(u, ref)
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_inplace_stencil_one_pass(numba_engine, dt):
+    """Jacobi in place: the right side is a temporary, written through a ring buffer of
+    two rows (one process: one kernel, nothing moves); numpy's result bit for bit."""
+    a = sample((12, 9), dt)
+    for strategy, axis in layouts(2):
+        u = make(a, strategy, axis)
+        ref = a.copy()
+        for _ in range(3):
+            with d2o.trace() as t:
+                u[1:-1, 1:-1] = _stencil(u)
+            ref[1:-1, 1:-1] = _stencil(ref)
+        if d2o.default_comm().size == 1:
+            ops = [r.op for r in t.records]
+            held = [op for op in ops if "in place: 2 rows held" in op]
+            collective_assert(len(held) == 1 and held[0].count("add") == 3, ops)
+            collective_assert(t.bytes_sent == 0 and t.collectives == 0, ops)
+        assert_equal_to_numpy(u, ref)
+
+
+def test_named_right_side_keeps_its_value(numba_engine):
+    """A right side held by a name (or a list) is evaluated on its own before the
+    target changes: it keeps numpy's value afterwards."""
+    a = sample((8, 6), "float64")
+    for strategy, axis in layouts(2):
+        u = make(a, strategy, axis)
+        v = _stencil(u)
+        u[1:-1, 1:-1] = v
+        held = [_stencil(u) + 1.0]
+        u[1:-1, 1:-1] = held[0]
+        u[1:-1, 1:-1] = 0.0
+        ref = a.copy()
+        ref_v = _stencil(ref)
+        ref[1:-1, 1:-1] = ref_v
+        ref_h = _stencil(ref) + 1.0
+        assert_equal_to_numpy(v, ref_v)
+        assert_equal_to_numpy(held[0], ref_h)
+
+
+def test_loops_other_overlaps_take_a_temporary(numba_engine):
+    for strategy, axis in layouts(1):
+        a = np.arange(20.0)
+        x = make(a, strategy, axis)
+        x += x[::-1]
+        a += a[::-1]
+        x[1:] = x[:-1] * 2.0 + 1.0  # one element held back
+        a[1:] = a[:-1] * 2.0 + 1.0
+        x[:-3] = x[3:] - x[:-3]
+        a[:-3] = a[3:] - a[:-3]
+        x[::2] = x[1::2] * 0.5 + x[::2]
+        a[::2] = a[1::2] * 0.5 + a[::2]
+        assert_equal_to_numpy(x, a)
+    s = sample((6, 6), "float64")
+    u = make(s, "equal")
+    u[...] = u.T * 2.0 + u
+    s[...] = s.T * 2.0 + s
+    assert_equal_to_numpy(u, s)
+
+
+def test_loops_bad_input_raised_everywhere(numba_engine):
+    a = sample((6, 5), "float64")
+    u = make(a, "equal")
+    w = make(sample((3, 5), "float64"), "equal")
+    assert_raises_everywhere(ValueError, lambda: u.__setitem__((slice(1, -1),), w * 2.0 + w))
+    assert_raises_everywhere(TypeError, lambda: u[1:-1] - (u[1:-1] > 0) ^ 1.5)
+    assert_equal_to_numpy(u, a)  # nothing changed
+
+
+def test_loops_cached_per_expression(numba_engine):
+    x = make(np.arange(30.0), "equal")
+    d2o.evaluate(x * 3.0 - 1.0)
+    n = loops.kernels()
+    for k in range(3):
+        d2o.evaluate(x * float(k) - 1.0)
+    collective_assert(loops.kernels() == n, "one kernel per expression")
+
+
+@settings(max_examples=15, deadline=None)
+@given(programs())
+def test_random_expressions_compiled_match_numpy(program):
+    with pytest.MonkeyPatch.context() as mp:
+        pytest.importorskip("numba")
+        mp.setenv("D2O_FUSION_ENGINE", "numba")
+        n, *_, layout = program
+        a = sample((n,), "float64")
+        x = make(a, *layout)
+        got = _run(program, x)
+        expected = _run(program, a.copy())
+        assert_equal_to_numpy(got, expected)
+
+
+# -- shifted views on several ranks: halo rows, then one kernel per segment --------------
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_shifted_stencil_moves_only_halo_rows(dt):
+    """``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)`` on P ranks: the expression takes the
+    centre view's layout (the target's), each shifted operand brings one row across each
+    rank boundary: 2 rows per boundary per step in all, and one fused kernel."""
+    n, steps = 24, 3
+    a = sample((n, n), dt)
+    comm = d2o.default_comm()
+    u = make(a, "equal")
+    ref = a.copy()
+    row = (n - 2) * np.dtype(dt).itemsize
+    for _ in range(steps):
+        with d2o.options(check_args=False), d2o.trace() as t:  # (checked mode: its checks)
+            u[1:-1, 1:-1] = _stencil(u)
+        ref[1:-1, 1:-1] = _stencil(ref)
+        ops = [r.op for r in t.records]
+        sent = comm.allreduce(t.bytes_sent)
+        collective_assert(sent == 2 * (comm.size - 1) * row, f"{sent} bytes: {ops}")
+        fusedrecs = [op for op in ops if op.startswith("fused(")]
+        collective_assert(len(fusedrecs) == 1 and fusedrecs[0].count("add") == 3, ops)
+    assert_equal_to_numpy(u, ref)
+
+
+@pytest.mark.parametrize("engine", ["numexpr", "numba"])
+def test_shifted_expressions_on_every_layout(monkeypatch, engine):
+    """Shifted views by one and two rows, both signs, into another array and in place,
+    on every layout; each engine: numpy's result bit for bit."""
+    if engine == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("D2O_FUSION_ENGINE", engine)
+    a = sample((13, 6), "float64")
+    for strategy, axis in layouts(2):
+        for s in (1, 2):
+            u = make(a, strategy, axis)
+            w = u.copy()
+            ref, wref = a.copy(), a.copy()
+            w[s:-s] = (u[: -2 * s] - u[2 * s :]) * 0.5 + u[s:-s] * u[s:-s]
+            wref[s:-s] = (ref[: -2 * s] - ref[2 * s :]) * 0.5 + ref[s:-s] * ref[s:-s]
+            u[s:-s] = u[2 * s :] * 2.0 - u[: -2 * s] / 3.0
+            ref[s:-s] = ref[2 * s :] * 2.0 - ref[: -2 * s] / 3.0
+            assert_equal_to_numpy(w, wref)
+            assert_equal_to_numpy(u, ref)
+            v = u[:-s] + u[s:]  # not assigned: the pending result read as it is
+            assert_equal_to_numpy(v, ref[:-s] + ref[s:])

@@ -5,8 +5,13 @@ With ``d2o.set_options(lazy=True)`` (or ``D2O_LAZY=1``) the runtime
 instead of computing, it returns a *deferred array*, a `d2o.distributed_data_object`
 whose ``data`` slot is unset and whose ``_expr`` is a `Node` of the expression
 (operands: other nodes, this rank's pieces of the leaf arrays, scalars).  Nothing is
-computed and nothing moves: the d2o operands share one layout (operands of different
-layouts, such as shifted views on several ranks, run eagerly).
+computed and nothing moves where the d2o operands share one layout.  Shifted views on
+several ranks (slabs along one axis cut differently, as in a stencil) are recorded too:
+the expression takes the layout of the operands' mean bounds (`_shifted_layout`: the
+centre view's, which is the target of ``u[1:-1, 1:-1] = ...``), each other operand's
+boundary rows come from its neighbours when the operation is recorded (point to point,
+`d2o.move.halo.rows_for`), and the fused kernel runs segment by segment (interior,
+then boundary rows; `d2o.ops.fused`).
 
 Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr__``,
 `d2o.api.deferred`: the one choke point through which every operation reaches a piece) evaluates its tree with
@@ -14,16 +19,19 @@ Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr
 operation the runtime evaluates every pending array (`flush`): an operation that writes
 into a leaf's memory can therefore never change what a pending expression reads.
 Assignments write the expression straight into the target (`assign`, `inplace`), after
-evaluating only the pending arrays that read the target's memory; an expression whose
-leaves overlap the target other than element for element is computed into a temporary
-first (numpy's semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
+evaluating only the pending arrays that read the target's memory.  A temporary right
+side (nothing but the statement holds it) that reads the target itself, as in
+``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``, is written in one pass where a
+compiled loop can hold the rows still to be read (`d2o.ops.loops`); an expression whose
+leaves overlap the target otherwise is computed into a temporary first (numpy's
+semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
 `LIMIT` nodes at most (its operands are evaluated first); ``d2o.evaluate`` forces
 explicitly; turning ``lazy`` off evaluates everything pending.
 
 Not deferred (they run eagerly, as with ``lazy`` off): ``out=``, ``where=`` and other
 keywords, ufunc methods (``reduce``, ...), operands that are not d2o arrays or
-scalars, d2o operands whose shapes or layouts differ (broadcasting, shifted views on
-several ranks), 0-d views, operations on process meshes without a mesh algorithm,
+scalars, d2o operands whose shapes differ (broadcasting) or whose layouts differ
+otherwise than shifted slabs, 0-d views, operations on process meshes without a mesh algorithm,
 inner calls of other operations, and controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
 array evaluates it; a numpy array obtained earlier with ``get_local_data(copy=False)``
 and written into by numpy while an expression reading it is pending is not seen.
@@ -32,6 +40,7 @@ and written into by numpy while an expression reading it is pending is not seen.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from typing import Any
 
@@ -42,7 +51,8 @@ from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
 from ..core.errors import defer
 from ..core.registry import operation
-from ..layouts.distributors import HeldScalar, get_distributor
+from ..layouts.distributors import HeldScalar, get_distributor, slab_distributor
+from ..move.halo import Parts, rows_for, slab_rows
 from . import fused
 from .indexing import getitem
 
@@ -50,6 +60,11 @@ __all__ = ["Node", "record", "inplace", "assign", "flush", "evaluate", "pending"
 
 #: The most nodes one expression holds; a larger one evaluates its operands first.
 LIMIT = 32
+#: ``sys.getrefcount`` of a temporary right side inside `assign` (the caller's stack, the
+#: argument tuples of the runtime's frames and `assign`'s own name): a right side held
+#: by a name or a container counts more and is evaluated on its own (tests/test_fusion.py
+#: checks both)
+TEMPORARY_REFS = 5
 #: id(array) -> weak reference, for every deferred array not evaluated yet.
 PENDING: dict[int, Any] = {}
 _DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
@@ -106,6 +121,8 @@ class Node:
                 out.extend(a.leaves())
             elif isinstance(a, np.ndarray):
                 out.append(a)
+            elif isinstance(a, Parts):
+                out.extend(arr for _, arr in a.pieces)
         return out
 
 
@@ -184,11 +201,14 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
         if x.shape != shape or d.comm is not comm or type(d) is HeldScalar:
             return None
     target = first.distributor
-    if any(x.distributor is not target for x in arrays):
-        # operands of other layouts (shifted views on several ranks) run eagerly: its
-        # segmented path reads the neighbours' boundary rows without copying the pieces,
-        # which a fused kernel over aligned copies does not beat yet
-        return None
+    shifted = any(x.distributor is not target for x in arrays)
+    if shifted:
+        # shifted views on several ranks: their boundary rows come from the neighbours
+        # now (`d2o.move.halo.rows_for`), each operand as Parts, evaluated segment by
+        # segment later; other layouts run eagerly
+        target = _shifted_layout(arrays)
+        if target is None:
+            return None
     if target.replicated and target is not get_distributor("not", shape, comm):
         return None
     # numpy's dtype and type errors (casting, Python ints out of bounds): a probe on
@@ -197,7 +217,10 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     # (empty operands: no floating-point warnings)
     probe = call(*[np.empty(0, x._expr.dtype if pending(x) else x.dtype)
                    if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
-    args = tuple(_operand(x) if isinstance(x, D2O) else x for x in inputs)
+    if shifted:
+        args = tuple(_aligned(x, target) if isinstance(x, D2O) else x for x in inputs)
+    else:
+        args = tuple(_operand(x) if isinstance(x, D2O) else x for x in inputs)
     if 1 + sum(a.count for a in args if type(a) is Node) > LIMIT:
         args = tuple(a.evaluate() if type(a) is Node else a for a in args)
     err = np.geterr()
@@ -205,6 +228,37 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
                 (err["divide"], err["over"], err["under"], err["invalid"]), comm)  # fmt: skip
     node.call = call
     return _register(node, target)
+
+
+def _shifted_layout(arrays: list) -> Any:
+    """The layout a fused expression over slabs cut differently along one axis (shifted
+    views of one array on several ranks) is computed in: the slabs whose bounds are the
+    operands' mean (for a symmetric stencil, the centre view's: the target of
+    ``u[1:-1, 1:-1] = ...``, so that only halo rows move; a pending operand of another
+    layout is evaluated and shifted like a view).  None where the operands are not such
+    slabs.  Depends on the layouts alone, not on what is pending (which may differ
+    between ranks): every rank agrees; no communication."""
+    ds = [x.distributor for x in arrays]
+    if not all(slab_rows(d) and d.axis == ds[0].axis for d in ds):
+        return None
+    d0 = ds[0]
+    bounds = [d.bounds() for d in ds]
+    n = len(bounds)
+    mean = [(sum(b[r] for b in bounds) + n // 2) // n for r in range(len(bounds[0]))]
+    strategy = d0.strategy if all(d.strategy == d0.strategy for d in ds) else "freeform"
+    return slab_distributor(d0.global_shape, d0.comm, d0.axis, mean, strategy)
+
+
+def _aligned(x: Any, target: Any) -> Any:
+    """Operand ``x`` for a fused expression of layout ``target``: its node or piece where
+    its layout is ``target``, else its rows for this rank's piece of ``target`` as
+    `Parts` (boundary rows from the neighbours; a pending ``x`` is evaluated first).
+    Collective (point to point) in the second case; the case depends on layouts alone."""
+    d = x.distributor
+    if d is target:
+        return _operand(x)
+    tb = target.bounds()
+    return rows_for(x.data, d, [(tb[r], tb[r + 1]) for r in range(d.comm.size)])
 
 
 def _write(out: np.ndarray, value: Any, keep: Any = None) -> None:
@@ -264,6 +318,16 @@ def assign(self: Any, key: Any, value: Any) -> bool:
     view = getitem(self, key)
     if not isinstance(view, D2O) or view.base is None or view.distributor is not value.distributor:
         return False
+    if pending(value) and sys.getrefcount(value) <= TEMPORARY_REFS:
+        # a temporary nobody else holds (``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``):
+        # its expression is written straight into the target, even where it reads the
+        # target's memory (`d2o.ops.fused.run` keeps numpy's semantics: a ring buffer or
+        # a temporary), then it is the target's piece
+        out = view.data
+        _write(out, value, keep=value)
+        settle(value, out)
+        PENDING.pop(id(value), None)
+        return True
     _write(view.data, value)
     return True
 

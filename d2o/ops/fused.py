@@ -1,11 +1,24 @@
 """Fused local kernels: one deferred expression evaluated over this rank's piece.
 
 `d2o.ops.deferred` records element-wise work as a tree of `Node` s; `run` evaluates one
-tree on the local pieces, purely locally (no communication).  The engine is numexpr
-(blockwise, no full-size temporaries, loaded at the first fused evaluation, never at
-``import d2o``): the largest subtrees it evaluates exactly as numpy does become one
-numexpr kernel each, compiled once per expression and operand dtypes (`_KERNELS`);
-every other node runs numpy's ufunc on its evaluated operands (numpy's own result,
+tree on the local pieces, purely locally (no communication).  Two engines, both loaded
+at the first fused evaluation, never at ``import d2o``:
+
+* numba (`d2o.ops.loops`), for pieces of at least `NUMBA_MIN` elements (``auto``; the
+  environment variable ``D2O_FUSION_ENGINE=numba`` or ``numexpr`` forces one): the
+  largest subtrees a plain loop computes exactly as numpy does become one compiled
+  loop nest each, written straight into the target (through a ring buffer of rows
+  where the target overlaps its operands: one read and one write of a stencil's
+  array).  Measured on this machine (benchmarks/bench_fusion.py): numexpr over the
+  strided, shifted views of a stencil is slower than numpy; a numba loop runs at the
+  memory bound.  Its cost is compile time: numba's import and first kernel take 2-5
+  s in a process, each new expression about 0.4 s, or about 25 ms when numba's
+  on-disk cache has it (`d2o.ops.loops.cache_dir`).
+* numexpr below that size (blockwise, no full-size temporaries, compiled in about a
+  millisecond): the largest subtrees it evaluates exactly as numpy does become one
+  numexpr kernel each, compiled once per expression and operand dtypes (`_KERNELS`).
+
+Every other node runs numpy's ufunc on its evaluated operands (numpy's own result,
 warnings and errors).
 
 A node goes to numexpr only when numexpr computes numpy's values in numpy's dtype:
@@ -17,8 +30,8 @@ A node goes to numexpr only when numexpr computes numpy's values in numpy's dtyp
   ``//``, ``%`` and complex numbers always run on numpy;
 * ``np.errstate`` is 'ignore' or 'warn' for every floating-point error: numexpr
   raises no floating-point warnings, so with lazy on a fused kernel does not warn
-  where numpy would (documented difference); under 'raise', 'call', 'print' or 'log'
-  every node runs on numpy, which warns, calls or raises exactly as numpy does.
+  where numpy would (documented difference; so do numba's loops); under 'raise',
+  'call', 'print' or 'log' every node runs on numpy, which warns, calls or raises exactly as numpy does.
 
 ``+ - * /``, ``sqrt``, comparisons, ``abs``, ``floor`` and ``ceil`` are correctly
 rounded in both engines, and ``**`` with a scalar exponent 2 is ``x*x`` in both: a
@@ -29,6 +42,8 @@ numexpr's C-library calls on one thread, and give numpy's own bits).
 
 from __future__ import annotations
 
+import copy
+import math
 import os
 from typing import Any
 
@@ -36,6 +51,8 @@ import numpy as np
 
 from ..core.comm import default_comm
 from ..core.records import Record, active
+from ..move.halo import Parts
+from . import loops
 
 __all__ = ["run", "kernels"]
 
@@ -65,13 +82,15 @@ _SIG = {np.dtype(bool): bool, np.dtype(np.int32): np.int32, np.dtype(np.int64): 
         np.dtype(np.float32): float, np.dtype(np.float64): np.float64}  # fmt: skip
 _QUIET = ("ignore", "warn")
 
+#: the smallest piece (elements) the ``auto`` engine compiles a numba loop for
+NUMBA_MIN = 1 << 16
 #: (expression, operand dtypes) -> compiled numexpr kernel
 _KERNELS: dict = {}
 
 
 def kernels() -> int:
-    """How many fused kernels are compiled and cached in this process."""
-    return len(_KERNELS)
+    """How many fused kernels (numexpr and numba) are compiled and cached in this process."""
+    return len(_KERNELS) + loops.kernels()
 
 
 def _numexpr() -> Any:
@@ -92,23 +111,8 @@ def _numexpr() -> Any:
     return _NE[0]
 
 
-def _loop(node: Any) -> tuple | None:
-    """numpy's loop dtypes (inputs..., output) of ``node``, NEP 50 scalars weak; None where
-    numpy resolves none (a type error numpy raises itself)."""
-    types: list = []
-    for a in node.args:
-        if isinstance(a, np.ndarray) or hasattr(a, "ufunc"):
-            types.append(a.dtype)
-        elif isinstance(a, np.generic):
-            types.append(a.dtype)
-        elif isinstance(a, bool):
-            types.append(_BOOL)
-        else:
-            types.append(type(a))
-    try:
-        return tuple(node.ufunc.resolve_dtypes((*types, None)))
-    except Exception:
-        return None
+_loop = loops.loop_dtypes
+_is_two = loops.is_two
 
 
 def _engine_ok(node: Any) -> bool:
@@ -188,10 +192,6 @@ class _Builder:
         return f"{_FUNCS[f]}({', '.join(parts)})"
 
 
-def _is_two(x: Any) -> bool:
-    return not hasattr(x, "ufunc") and not isinstance(x, np.ndarray) and x == 2
-
-
 def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     """``node`` by numpy's ufunc on its evaluated operands, under its recorded errstate."""
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
@@ -218,6 +218,47 @@ def _overlaps(values: list, out: np.ndarray) -> bool:
     return False
 
 
+def _engine(node: Any) -> str:
+    """The engine for ``node``: ``D2O_FUSION_ENGINE`` (``numba``, ``numexpr``; default
+    ``auto``: numba for pieces of at least `NUMBA_MIN` elements, where its compile
+    time (about 0.4 s per new expression, 2-5 s for the first one in a process, numba's
+    import included) pays, numexpr below)."""
+    if not node.size or not node.ndim:
+        return "numpy"
+    choice = os.environ.get("D2O_FUSION_ENGINE", "auto")
+    if choice == "auto":
+        choice = "numba" if node.size >= NUMBA_MIN else "numexpr"
+    if choice == "numba" and not loops.available():  # pragma: no cover - no numba
+        choice = "numexpr"
+    return choice
+
+
+def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
+    """``node`` by one compiled loop (`d2o.ops.loops`), straight into ``out`` where its
+    dtype is the node's: through a ring buffer where operands overlap ``out`` by whole
+    rows, through a temporary where they overlap otherwise."""
+    b = loops.Builder(ops, _evaluate)
+    index = ", ".join(f"i{k}" for k in range(node.ndim))
+    text = b.text(node, index)
+    depth = None
+    target = out
+    if out is None or out.dtype != node.dtype:
+        target = np.empty(node.shape, node.dtype)
+    elif any(isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in b.values):
+        depth = loops.ring_depth(b.values, out)
+        if depth is None:
+            target = np.empty(node.shape, node.dtype)
+    if depth is not None:  # named in the trace: "fused(add, ..., in place: 2 rows held)"
+        ops.append(f"in place: {depth + 1} row{'s' if depth else ''} held")
+    kernel = loops.compile_kernel(text, len(b.values), node.ndim, depth)
+    buf = target if depth is None else np.empty((depth + 1, *target.shape[1:]), target.dtype)
+    kernel(target, buf, *b.values)
+    if out is not None and target is not out:
+        out[...] = target
+        return out
+    return target
+
+
 def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     """``node``'s value (written into ``out`` when given); materialised nodes give theirs."""
     if node.value is not None:
@@ -225,6 +266,9 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
             out[...] = node.value
             return out
         return node.value
+    engine = _engine(node)
+    if engine == "numba" and loops.exact(node):
+        return _compiled(node, ops, out)
     ne: Any = _numexpr() if node.size and node.ndim else False
     if not ne or not _engine_ok(node):
         return _numpy(node, ops, out)
@@ -252,6 +296,83 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
     return res
 
 
+def _parts(node: Any, found: list) -> list:
+    """The `Parts` operands (shifted views on several ranks) in ``node``'s tree."""
+    if node.value is None:
+        for a in node.args:
+            if isinstance(a, Parts):
+                found.append(a)
+            elif hasattr(a, "ufunc"):
+                _parts(a, found)
+    return found
+
+
+def _cut(node: Any, axis: int, lo: int, hi: int | None) -> Any:
+    """``node`` over rows ``lo:hi`` of its piece along ``axis`` (``hi`` None: the
+    whole piece), every `Parts` operand the one numpy view that holds those rows."""
+    sub = (slice(None),) * axis + (slice(lo, hi),)
+    args = []
+    for a in node.args:
+        if hasattr(a, "ufunc"):
+            args.append(a.value[sub] if a.value is not None else _cut(a, axis, lo, hi))
+        elif isinstance(a, Parts):
+            args.append(a.segment({axis: (lo, a.shape[axis] if hi is None else hi)}))
+        elif isinstance(a, np.ndarray):
+            args.append(a[sub])
+        else:
+            args.append(a)
+    c = copy.copy(node)
+    c.args = tuple(args)
+    if hi is not None:
+        shape = list(node.shape)
+        shape[axis] = hi - lo
+        c.shape, c.size = tuple(shape), math.prod(shape)
+    return c
+
+
+def _segmented(node: Any, parts: list, ops: list, out: np.ndarray | None) -> np.ndarray:
+    """``node`` whose operands include `Parts`: one kernel per segment of rows that lies
+    inside one piece of every operand (the interior, then the few boundary rows).
+    Where the operands read ``out``, the boundary segments are computed first, aside,
+    and the interior written in place after them (numpy's semantics).  Local."""
+    axis = next((a for p in parts for box, _ in p.pieces for a, (b0, b1) in enumerate(box)
+                 if (b0, b1) != (0, p.shape[a])), None)  # fmt: skip
+    if axis is None:  # every operand in one piece: one kernel
+        return _evaluate(_cut(node, 0, 0, None), ops, out)
+    cuts = sorted({0, node.shape[axis], *(c for p in parts for c in p.cuts(axis))})
+    segs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    res = np.empty(node.shape, node.dtype) if out is None else out
+    big = max(segs, key=lambda s: s[1] - s[0])
+    overlap = out is not None and any(
+        isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in _leaves(node)
+    )
+    where = (slice(None),) * axis
+    aside = []
+    for lo, hi in segs:
+        if (lo, hi) != big:
+            seg = _cut(node, axis, lo, hi)
+            if overlap:
+                aside.append((lo, hi, _evaluate(seg, [])))
+            else:
+                _evaluate(seg, [], res[where + (slice(lo, hi),)])
+    _evaluate(_cut(node, axis, *big), ops, res[where + (slice(*big),)])
+    for lo, hi, value in aside:
+        res[where + (slice(lo, hi),)] = value
+    return res
+
+
+def _leaves(node: Any) -> list:
+    out: list = []
+    for a in node.args:
+        if hasattr(a, "ufunc"):
+            out.extend([a.value] if a.value is not None else _leaves(a))
+        elif isinstance(a, Parts):
+            out.extend(arr for _, arr in a.pieces)
+        elif isinstance(a, np.ndarray):
+            out.append(a)
+    return out
+
+
 def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:
     """Evaluate the deferred expression ``node`` on this rank's pieces (into ``out`` when
     given): one fused kernel, recorded in the active traces as one entry
@@ -262,7 +383,8 @@ def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception
     ops: list[str] = []
     error = None
     try:
-        res = _evaluate(node, ops, out)
+        parts = _parts(node, [])
+        res = _segmented(node, parts, ops, out) if parts else _evaluate(node, ops, out)
     except (ValueError, ArithmeticError) as exc:
         error = exc
         res = np.zeros(node.shape, dtype=node.dtype)

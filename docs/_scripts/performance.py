@@ -891,21 +891,30 @@ def render_linalg(doc: dict) -> str:
 def render_fusion(doc: dict) -> str:
     r = dict(by_count(doc))
     bw = r.pop("triad_bytes_per_s")
+    first = r.pop("first_step_s", None)
     rows = []
     for case, x in r.items():
         np_s, ne_s, ea_s, la_s, b_s = (x[k] for k in ("numpy_s", "numexpr_s", "eager_s",
                                                       "lazy_s", "bound_s"))  # fmt: skip
-        rows.append([case, ms(np_s), ms(ne_s) if ne_s else "-", ms(ea_s), ms(la_s),
+        lq_s = x.get("lazy_numexpr_s")
+        rows.append([case, ms(np_s), ms(ne_s) if ne_s else "-", ms(ea_s),
+                     ms(lq_s) if lq_s else "-", ms(la_s),
                      times(np_s / la_s), times(np_s / ea_s), ms(b_s) if b_s else "-",
                      f"{la_s / b_s:.2f}" if b_s else "-"])  # fmt: skip
-    head = ["case", "numpy ms", "numexpr ms", "eager ms", "lazy ms", "lazy speed-up",
-            "eager speed-up", "STREAM bound ms", "lazy / bound"]  # fmt: skip
+    head = ["case", "numpy ms", "numexpr ms", "eager ms", "lazy (numexpr) ms", "lazy ms",
+            "lazy speed-up", "eager speed-up", "STREAM bound ms", "lazy / bound"]  # fmt: skip
     procs = ", ".join(str(p) for p in doc["processes"])
+    compile_note = (
+        f"; the first lazy stencil step took {first:.2f} s (numba's import and compilation, "
+        f"or its on-disk cache)"
+        if first is not None
+        else ""
+    )
     return (
         f"Processes: {procs}; triad bandwidth measured in the same run: "
         f"{bw / 1e9:.2f} GB/s (one core); load average {doc['load_average']['before']} "
-        f"before, {doc['load_average']['after']} after:\n\n"
-        + table(head, rows, "l" + "r" * 8)
+        f"before, {doc['load_average']['after']} after{compile_note}:\n\n"
+        + table(head, rows, "l" + "r" * 9)
         + quick_note(doc)
     )
 
