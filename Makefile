@@ -97,7 +97,8 @@ test-docs: venv
 # 3259 tests deselected at 3 ranks, 694 of 3287 at 4); the full sweeps run without MPI and
 # at 1 and 2 ranks (D2O_TESTS_ALL_DTYPES=1: at every rank count).  See docs/development.md.
 OVERSUBSCRIBED_ENV ?= MPIR_CVAR_ENABLE_HEAVY_YIELD=1
-NCORES ?= $(shell nproc 2>/dev/null || echo 1)
+# (getconf, not nproc: nproc counts OMP_NUM_THREADS, which this Makefile sets to 1)
+NCORES ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 test-mpi: venv
 	@set -e; for n in $(NPROCS); do \
 	  extra=; [ $$n -le $(NCORES) ] || extra="$(OVERSUBSCRIBED_ENV)"; \
