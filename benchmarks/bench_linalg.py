@@ -17,6 +17,12 @@ Per run, all in one, in this order:
    made there, so nothing is redistributed; numpy's semantics, a working copy) and
    ``det`` (the LU alone).
 
+Times: d2o's the median of ``--repeat`` calls (default 3), numpy's the best of as many:
+a first call pays for memory the machine has not touched yet (on this VM about 4 ms
+per MiB, the host backing it), which neither side should be measured by.
+
+4. ``cholesky`` and ``eigh`` beside numpy's (`bench_linalg_sym`'s figures, this run).
+
 Printed: solve's speed-up over numpy; the LU's rate (2/3 n^3 flops over the time of
 ``det``) over P x the one-core DGEMM rate (HPL's efficiency) and over the concurrent
 rate; the bytes moved per LU (summed over ranks, from ``d2o.trace``) beside
@@ -38,6 +44,7 @@ import resource
 import time
 import tracemalloc
 
+import bench_linalg_sym  # noqa: E402  (cholesky and eigh, measured in the same run)
 import numpy as np
 from _harness import on_rank0, run_or_launch, timed
 
@@ -55,7 +62,7 @@ def _options() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=N, help="the matrix side (default 8192)")
     ap.add_argument("--quick", action="store_true", help="n = 1024")
-    ap.add_argument("--repeat", type=int, default=1, help="timed calls of each (median)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed calls of each (median)")
     ap.add_argument("--procs", type=int, nargs="*", default=[2], help="process counts")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--json", default=None)
@@ -200,6 +207,8 @@ def measure() -> dict:
               f"{mib(mem['rss_with_share'])} (share {mib(mem['share'])}); numpy's traced "
               f"peak during the solve {mib(mem['traced_peak'])}; matrix {8 * n * n / MiB:.0f}",
               flush=True)  # fmt: skip
+    small = (256,) if opts.quick else None
+    res["symmetric"] = bench_linalg_sym.measure(small, small)  # cholesky, eigh: same run
     return res if comm.rank == 0 else {}
 
 

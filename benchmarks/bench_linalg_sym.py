@@ -44,11 +44,12 @@ def _spd(n: int) -> np.ndarray:
     return m @ m.T + n * np.eye(n)
 
 
-def measure() -> dict:
+def measure(sizes: tuple | None = None, eigh_sizes: tuple | None = None) -> dict:
+    """Every rank: the figures (see the notes); sizes from the command line by default."""
     comm = default_comm()
     me = comm.rank
     out: dict = {"processes": comm.size, "load": os.getloadavg()[0], "cholesky": {}, "eigh": {}}
-    for n in _sizes("--n", SIZES):
+    for n in sizes or _sizes("--n", SIZES):
         a = _spd(n)
         lay = chol.default_layout(n, comm)
         x = d2o.distributed_data_object(a, distribution_strategy=lay)
@@ -68,7 +69,7 @@ def measure() -> dict:
                 flush=True,
             )
         out["cholesky"][str(n)] = {"d2o_s": t, "numpy_s": ref, "bytes": moved, "model": model}
-    for n in _sizes("--eigh", EIGH_SIZES):
+    for n in eigh_sizes or _sizes("--eigh", EIGH_SIZES):
         s = np.random.default_rng(1).standard_normal((n, n))
         x = d2o.distributed_data_object(s + s.T, distribution_strategy="equal", axis=1)
         del s

@@ -265,9 +265,12 @@ def test_solve_moves_the_lu_and_the_back_substitution_only():
         with d2o.options(check_args=False), d2o.trace() as t:
             got = dnp.linalg.solve(x, b)
         moved = comm.allreduce(t.bytes_received)
-        # the LU of [A | b], U's panels along mesh rows, b's rows along mesh columns, and
-        # the solution's one redistribution
-        back = (pc - 1) * n * (n + 5) / 2 * 8 + (pr - 1) * n * k * 8 + n * k * 8 * P
+        # the LU of [A | b], then the fan-in back substitution: the partial sums of each
+        # panel's rows along a mesh row (an Allreduce), the diagonal block and those rows
+        # along a mesh column (Allgatherv); U's panels never move; and the solution's one
+        # redistribution
+        sums = n * k * 8 * pc * 2 * int(np.ceil(np.log2(pc)))
+        back = sums + (pr - 1) * n * (5 + k) * 8 + n * k * 8 * P
         bound = lu.model_bytes(n, n + k, mesh, 8, 5) + back
         collective_assert(moved <= bound, (mesh, moved, bound))
         collective_assert(not any(r.via_slab or r.fallback for r in t.records), t.records)
@@ -372,3 +375,41 @@ def test_ibcast_moves_the_buffer_and_is_traced():
         got = comm.allreduce(t.bytes_received)
         collective_assert(got == 80 * (P - 1), (root, got))
         collective_assert((req is None) == (P == 1), req)
+
+
+@pytest.mark.skipif(P == 1, reason="a mesh column of several ranks")
+def test_pivot_search_is_one_max_location_reduction():
+    """The pivot search is a max-location reduction: gathered and folded locally (few ranks)
+    or MPI's user op (forced here), the same pivots (ties: the lowest row, NaN wins) and
+    numpy's determinant; the trace shows one collective per column, no more."""
+    from d2o.core import comm as _comm
+
+    n = 12
+    ties = (np.arange(n * n).reshape(n, n) * 7 % 5).astype(float) + np.eye(n)
+    nan = matrix(n, "float64", seed=3)
+    nan[5, 2] = np.nan
+    cases = [("ties", ties), ("random", matrix(n, "complex128", seed=4)), ("nan", nan)]
+    check = Checks()
+    spec = d2o.layout((P, 1), (0, 1), 2)
+    for name, a in cases:
+        got = []
+        for gather in (8, 1):
+            saved = _comm.RECORD_GATHER_MAX[0]
+            _comm.RECORD_GATHER_MAX[0] = gather
+            try:
+                x = distributed_data_object(a, distribution_strategy=spec)
+                with d2o.options(check_args=False), d2o.trace() as t:
+                    f = lu.lu_factor(x, a.dtype)
+                got.append(f.ipiv)
+                det = dnp.linalg.det(x)
+            finally:
+                _comm.RECORD_GATHER_MAX[0] = saved
+            kind = "Allgather" if gather == 8 else "Allreduce"
+            calls = sum(1 for c in t.calls if c[1] == kind)
+            check.true(calls == n, (name, gather, kind, calls))
+            if name == "nan":
+                check.true(np.isnan(det), (name, gather, det))
+            else:
+                scalar_close(check, det, np.linalg.det(a), 1e-10, (name, gather))
+        check.true(np.array_equal(got[0], got[1]), (name, got))
+    check.done()

@@ -471,7 +471,7 @@ class _Combine:
 #: locally (one Allgather of P records: at 2 ranks about 4 us against 8 for the Allreduce
 #: with a Python op); above it, O(log P) messages of one record.
 RECORD_GATHER_MAX = [8]
-#: fold function of a record `Comm.Allreduce` -> its MPI user op (made once, kept for the process)
+#: (fold function, words) of a record `Comm.Allreduce` -> its MPI user op (made once, kept for the process)
 _RECORD_OPS: dict = {}
 #: words per record -> the committed contiguous datatype of one record
 _RECORD_TYPES: dict = {}
@@ -479,9 +479,9 @@ _RECORD_TYPES: dict = {}
 
 def _record_op(fold: Callable, words: int):
     """The non-commutative MPI user op applying ``fold`` to records of ``words`` uint64."""
-    op = _RECORD_OPS.get(fold)
+    op = _RECORD_OPS.get((fold, words))
     if op is None:
-        op = _RECORD_OPS[fold] = MPI.Op.Create(_Fold(fold, words), commute=False)
+        op = _RECORD_OPS[fold, words] = MPI.Op.Create(_Fold(fold, words), commute=False)
     return op
 
 

@@ -16,10 +16,11 @@ where a mesh column is one rank, at most 64 where it is several):
 1. the mesh column owning the panel factors it.  One rank (``pr == 1``): LAPACK
    ``getrf`` on a Fortran-ordered copy of the panel, no communication
    (`d2o.ops.blas.getrf`).  Several: per column, a local vectorised pivot search and
-   ONE ``Allgather`` in that column's sub-communicator (``pr`` ranks) of each rank's
-   candidate (magnitude, row, row values) and of row ``c`` itself: every rank of the
-   column then swaps and updates its rows alike (NaN wins the search; a zero pivot is
-   kept, not divided by: LAPACK's ``info > 0``);
+   ONE max-location reduction in that column's sub-communicator (``pr`` ranks) of each
+   rank's candidate (magnitude, row, row values) carrying row ``c`` itself (`_Pick`; up
+   to 8 ranks the records are gathered and folded locally, which costs less, else
+   O(log pr) messages): every rank of the column then swaps and updates its rows alike
+   (NaN wins the search; a zero pivot is kept, not divided by: LAPACK's ``info > 0``);
 2. the factored panel and its pivots are broadcast along the mesh rows (``pc`` ranks);
 3. the panel's row swaps, composed into one permutation, are applied to every other
    column by one ``Alltoallv`` per mesh column (`d2o.move.p2p.route_pieces`; in place,
@@ -149,13 +150,62 @@ class _Grid:
         return counts.tolist(), np.argsort(own, kind="stable")
 
 
+class _Pick:
+    """The pivot search's max-location reduction (`d2o.core.comm.Comm.Allreduce` of records):
+    each rank's record ``[magnitude, row, owns row c, that row's values (w), row c's
+    values (w)]`` of ``wide`` values as uint64 words.  The candidate with the larger
+    magnitude wins (NaN wins over any number; ties: the lower row, as LAPACK), and row
+    ``c`` comes from the rank that owns it: one reduction carries both rows."""
+
+    __slots__ = ("wide",)
+
+    def __init__(self, wide: Any) -> None:
+        self.wide = np.dtype(wide)
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Fold record ``a`` (of lower ranks) into ``b`` in place (MPI's user op)."""
+        x, y = a.view(self.wide), b.view(self.wide)
+        w = (len(x) - 3) // 2
+        mx, my = x[0].real, y[0].real
+        nx, ny = mx != mx, my != my
+        if nx != ny:
+            wins = nx
+        elif nx or mx == my:
+            wins = x[1].real < y[1].real
+        else:
+            wins = mx > my
+        if wins:
+            y[:2], y[3 : 3 + w] = x[:2], x[3 : 3 + w]
+        if x[2].real:
+            y[2], y[3 + w :] = x[2], x[3 + w :]
+
+    def rows(self, gathered: np.ndarray) -> np.ndarray:
+        """The fold of every rank's record at once (the gathered rows, few ranks)."""
+        v = gathered.view(self.wide)
+        w = (v.shape[1] - 3) // 2
+        mags = v[:, 0].real
+        nan = np.isnan(mags)
+        pick = np.flatnonzero(nan) if nan.any() else np.flatnonzero(mags == mags.max())
+        out = v[pick[np.argmin(v[pick, 1].real)]].copy()
+        owner = v[int(np.argmax(v[:, 2].real))]
+        out[2], out[3 + w :] = owner[2], owner[3 + w :]
+        return out.view(np.uint64)
+
+
+_PICKS = {np.dtype(t): _Pick(t) for t in (np.float64, np.complex128)}
+
+
 def _panel(P: np.ndarray, rows: np.ndarray, c0: int, g: _Grid, wide: np.dtype) -> np.ndarray:
     """Factor the panel ``P`` (this rank's rows ``rows`` >= ``c0``) inside its mesh column:
-    one ``Allgather`` per column.  Returns the pivots and U's diagonal (``2w`` values)."""
+    per column, a local pivot search and one max-location reduction among the column's
+    ranks (`_Pick`: the winning row and row ``c`` travel with it; with few ranks
+    `d2o.core.comm.Comm.Allreduce` gathers the records and folds them locally, else O(log
+    pr) messages).  Returns the pivots and U's diagonal (``2w`` values)."""
     w = P.shape[1]
     comm, ro, me = g.col_comm, g.row_owner, g.me_row
     cplx = P.dtype.kind == "c"
-    buf = np.empty(2 + 2 * w, dtype=wide)
+    pick = _PICKS[wide]
+    buf = np.empty(3 + 2 * w, dtype=wide)
     meta = np.empty(2 * w, dtype=wide)
     nr = len(rows)
     s = int(np.searchsorted(rows, c0))
@@ -168,23 +218,20 @@ def _panel(P: np.ndarray, rows: np.ndarray, c0: int, g: _Grid, wide: np.dtype) -
             mag = np.abs(col.real) + np.abs(col.imag) if cplx else np.abs(col)
             i = int(np.argmax(mag))  # the first NaN, else the first largest
             buf[0], buf[1] = mag[i], rows[s + i]
-            buf[2 : 2 + w] = P[s + i]
+            buf[3 : 3 + w] = P[s + i]
         else:
             buf[0] = -1.0
         if own:
-            buf[2 + w :] = P[s]
-        every = comm.Allgather(buf)
-        mags = every[:, 0].real
-        nan = np.isnan(mags)
-        pick = np.flatnonzero(nan) if nan.any() else np.flatnonzero(mags == mags.max())
-        win = pick[np.argmin(every[pick, 1].real)]  # ties: the lowest row, as LAPACK
-        p = int(every[win, 1].real)
-        prow = every[win, 2 : 2 + w].astype(P.dtype)
+            buf[2] = 1
+            buf[3 + w :] = P[s]
+        best = comm.Allreduce(buf.view(np.uint64), pick, pick.rows).view(wide)
+        p = int(best[1].real)
+        prow = best[3 : 3 + w].astype(P.dtype)
         if p != c:
             if own:
                 P[s] = prow
             if ro[p] == me:
-                P[int(np.searchsorted(rows, p))] = every[ro[c], 2 + w :]
+                P[int(np.searchsorted(rows, p))] = best[3 + w :]
         meta[j], meta[w + j] = p, prow[j]
         t = s + 1 if own else s
         if t < nr:
@@ -407,6 +454,76 @@ def _substitute(A: np.ndarray, g: _Grid, Y: np.ndarray, lower: bool) -> None:
                 gemm_sub(Y[:i0], T[:i0], X)
 
 
+def _fan_in(A: np.ndarray, g: _Grid, z: np.ndarray, lower: bool) -> np.ndarray:
+    """Collective: ``x = L^-1 y`` (``lower``: L's unit lower triangle, panels in order) or
+    ``x = U^-1 y`` (panels in reverse) for few right-hand sides, the factors in ``A``
+    (the first ``n`` columns of the mesh piece); ScaLAPACK's fan-in ``pdtrsv``.
+
+    ``z`` (this rank's rows x all ``k`` columns, overwritten): this rank's share of ``y``
+    (every element on exactly one rank of its mesh row, zeros elsewhere).  Per panel:
+    the mesh row holding its rows sums its ranks' ``z`` rows (``Allreduce`` of ``w x k``
+    along the mesh row), the owning mesh column gathers them with the panel's diagonal
+    block (``Allgatherv`` of ``w x (w + k)``) and solves (``trsm``), and each of its ranks
+    updates the ``z`` rows below (above) with its own part of the panel (a local GEMM).
+    U's (L's) panels never move: ``O(n k (pr + pc))`` bytes in all, the GEMMs spread over
+    every rank.  Returns ``x``'s rows ``g.gc[:len(x)]`` (those of this mesh column's
+    panels, alike on each rank of the mesh column)."""
+    gr, gc = g.gr, g.gc
+    k = z.shape[1]
+    x = np.empty((int(np.searchsorted(gc, len(g.row_owner))), k), dtype=z.dtype)
+    with np.errstate(all="ignore"):
+        for c0, c1, owner in g.panels if lower else reversed(g.panels):
+            w = c1 - c0
+            i0, i1 = int(np.searchsorted(gr, c0)), int(np.searchsorted(gr, c1))
+            r = g.row_comm.Allreduce(z[i0:i1], "sum") if i1 > i0 else z[i0:i1]
+            if g.me_col != owner:
+                continue
+            lc0 = int(np.searchsorted(gc, c0))
+            part = np.empty((i1 - i0, w + k), dtype=z.dtype)
+            part[:, :w] = A[i0:i1, lc0 : lc0 + w]
+            part[:, w:] = r
+            counts, order = g.block_rows(c0, c1, w + k)
+            G = np.empty((w, w + k), dtype=z.dtype)
+            G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + k)
+            X = G[:, w:]
+            trsm_left(G[:, :w], X, lower, lower)
+            x[lc0 : lc0 + w] = X
+            if lower:
+                gemm_sub(z[i1:], A[i1:, lc0 : lc0 + w], X)
+            else:
+                gemm_sub(z[:i0], A[:i0, lc0 : lc0 + w], X)
+    return x
+
+
+def _seed(x: np.ndarray, g: _Grid) -> np.ndarray:
+    """`_fan_in`'s ``z`` from an earlier `_fan_in`'s ``x``: each row on the rank of its
+    mesh row whose mesh column holds it (local)."""
+    gc = g.gc[: len(x)]
+    z = np.zeros((len(g.gr), x.shape[1]), dtype=x.dtype)
+    common, ir, ic = np.intersect1d(g.gr, gc, assume_unique=True, return_indices=True)
+    z[ir] = x[ic]
+    return z
+
+
+def _x_dist(dist: Any, k: int) -> Any:
+    """The layout of `_fan_in`'s ``x`` (``k`` columns) for the factors in ``dist``: rows as
+    the mesh columns hold the matrix's columns, whole along each mesh column (explicit)."""
+    cols = tuple(tuple(as_runs(entry)) for entry in dist.runs[1])
+    return explicit(dist.layout, (dist.global_shape[0], k), (None, 0), (None, cols))
+
+
+def _back(A: np.ndarray, dist: Any, Y: np.ndarray, bd: Any, lower: bool) -> tuple:
+    """``(x, its layout)``: `_fan_in` of the right-hand sides ``Y`` (this rank's piece in
+    ``bd``, the columns of ``[A | B]`` or alike) with L (``lower``, then U) or U alone."""
+    g = _Grid(dist, dist.global_shape[0])
+    z = np.zeros((len(g.gr), bd.global_shape[1]), dtype=Y.dtype)
+    z[:, bd.global_indices(1)] = Y
+    x = _fan_in(A, g, z, lower)
+    if lower:
+        x = _fan_in(A, g, _seed(x, g), False)
+    return x, _x_dist(dist, bd.global_shape[1])
+
+
 class Factors:
     """The LU factors of a square matrix on a mesh: ``data`` (this rank's piece of L and U
     in ``dist``), ``ipiv`` and ``diag`` (U's diagonal), the same on every rank."""
@@ -531,9 +648,11 @@ def solve(a: D2O, b: Any, dtype: np.dtype, singular: type, overwrite_a: bool = F
             raise singular("Singular matrix")
         g = _Grid(dist, n)
         _swap(Y, g, 0, ipiv)
+        if _few(k, dist):
+            return _result(*_back(a.data, dist, Y, bd, True), lay, vec)
         _substitute(a.data, g, Y, True)
         _substitute(a.data, g, Y, False)
-        return _result(Y, lay, bd, vec)
+        return _result(Y, bd, lay, vec)
     work, dist, aug = _work(a, lay, k, dtype)
     bd = _rhs_dist(aug, n, k)
     _rhs(b, lay, bd, vec, work[:, dist.local_shape[1] :])
@@ -561,20 +680,30 @@ def _finish(work: np.ndarray, dist: Any, aug: Any, bd: Any, singular: type, vec:
     if (diag == 0).any():  # every rank holds the pivots: all raise alike
         raise singular("Singular matrix")
     Y = work[:, na:]
+    if _few(bd.global_shape[1], dist):
+        return _result(*_back(work[:, :na], dist, Y, bd, False), dist.layout, vec)
     _substitute(work[:, :na], _Grid(dist, n), Y, False)
-    return _result(np.ascontiguousarray(Y), dist.layout, bd, vec)
+    return _result(np.ascontiguousarray(Y), bd, dist.layout, vec)
 
 
-def _result(x: np.ndarray, lay: Any, bd: Any, vec: bool) -> D2O:
-    """The solution, this rank's piece ``x`` in ``bd``, on the LU mesh ``lay`` (one
-    redistribution of its columns)."""
-    n, k = bd.global_shape
+def _few(k: int, dist: Any) -> bool:
+    """True (alike on every rank) where ``k`` right-hand sides take the fan-in solve
+    (`_fan_in`: each rank then holds all ``k`` columns of its rows, about its share of
+    the matrix at most), else the panels move (`_substitute`: each rank solves its own
+    columns of the right-hand sides)."""
+    return k <= DEFAULT_BLOCK or k * dist.layout.mesh[1] <= dist.global_shape[0]
+
+
+def _result(x: np.ndarray, xd: Any, lay: Any, vec: bool) -> D2O:
+    """The solution, this rank's piece ``x`` in ``xd``, on the LU mesh ``lay`` (one
+    redistribution)."""
+    n, k = xd.global_shape
     if vec:
         rows = layout(lay.mesh, (0, None), (lay.block[0], None), lay.comm)
-        x = redistribute(x, bd, rows.distributor((n, 1)))
+        x = redistribute(x, xd, rows.distributor((n, 1)))
         return _from_local(np.ascontiguousarray(x[:, 0]), rows.distributor((n,)))
     out = lay.distributor((n, k))
-    return _from_local(redistribute(x, bd, out), out)
+    return _from_local(redistribute(x, xd, out), out)
 
 
 def model_bytes(n: int, ncols: int, mesh: tuple, itemsize: int, nb: int = DEFAULT_BLOCK) -> int:
@@ -583,5 +712,5 @@ def model_bytes(n: int, ncols: int, mesh: tuple, itemsize: int, nb: int = DEFAUL
     panels, U's block rows, row swaps, and the pivot search's 16-byte words."""
     pr, pc = mesh
     data = (pc - 1) * n * (n + nb) / 2 + (pr - 1) * n * ncols + 2 * n * ncols * (pr - 1) / pr
-    pivots = n * 16 * (pr * (pr - 1) * (2 + 2 * nb) + 2 * pr * (pc - 1))
+    pivots = n * 16 * (pr * (pr - 1) * (3 + 2 * nb) + 2 * pr * (pc - 1))
     return int(itemsize * data + pivots)

@@ -616,8 +616,13 @@ def render_fft(doc: dict) -> str:
 
 
 def render_linalg_sym(doc: dict) -> str:
+    return _sym_table(by_count(doc).items()) + quick_note(doc)
+
+
+def _sym_table(runs) -> str:
+    """cholesky and eigh against numpy (bench_linalg_sym's figures)."""
     rows = []
-    for n, r in by_count(doc).items():
+    for n, r in runs:
         for size, v in r["cholesky"].items():
             rows.append(["`cholesky`", n, size, ms(v["d2o_s"]), ms(v["numpy_s"]),
                          times(v["numpy_s"] / v["d2o_s"]),
@@ -627,7 +632,7 @@ def render_linalg_sym(doc: dict) -> str:
                          times(v["numpy_s"] / v["d2o_s"]), f"{v['sweeps']} sweeps"])  # fmt: skip
     head = ["function", "processes", "n", "d2o ms", "numpy, 1 process ms", "speed-up",
             "moved (model)"]  # fmt: skip
-    return table(head, rows, "lll" + "r" * 4) + quick_note(doc)
+    return table(head, rows, "lll" + "r" * 4)
 
 
 def render_wiener(doc: dict) -> str:
@@ -881,9 +886,11 @@ def render_linalg(doc: dict) -> str:
             "HPL residual", "peak RSS per rank", "overwrite_a pass: peak RSS per rank"]  # fmt: skip
     r0 = next(iter(by_count(doc).values()))
     load = f"load average {r0['load_before']:.2f} before, {r0['load_after']:.2f} after"
+    sym = [(n, r["symmetric"]) for n, r in by_count(doc).items() if "symmetric" in r]
     return (
         f"BLAS threads pinned to 1, median of {r0['repeat']}; {load}:\n\n"
         + table(head, rows, "l" + "r" * (len(head) - 1))
+        + ("\n\n`cholesky` and `eigh` in the same run:\n\n" + _sym_table(sym) if sym else "")
         + quick_note(doc)
     )
 
