@@ -210,12 +210,12 @@ class Comm:
         """
         if self.size == 1:
             return send.copy()
+        if rows is not None and self.size <= RECORD_GATHER_MAX[0]:  # the commonest call
+            return rows(self.Allgather(send))  # the fold's own form for all rows at once
         if not isinstance(op, (str, np.ufunc)) and self.size <= RECORD_GATHER_MAX[0]:
             # few ranks: their rows, folded here in rank order (the same bits everywhere),
             # cost less than MPI calling a Python op at every step of its tree
             gathered = self.Allgather(send)
-            if rows is not None:  # the fold's own form for all rows at once
-                return rows(gathered)
             out = gathered[0].copy()
             for row in gathered[1:]:
                 op(out, row)

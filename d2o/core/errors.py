@@ -228,11 +228,14 @@ def fold_rows(rows: np.ndarray) -> np.ndarray:
                     if f0 & ~f1:
                         rows[1, 0] = f0 | f1
                     return rows[1]
-            elif (f0 | f1) & _VALUE:  # one value: that row, the flags ORed
-                out = rows[0] if f0 & _VALUE else rows[1]
-                if int(out[0]) != f0 | f1:
-                    out[0] = f0 | f1
-                return out
+            elif f0 & _VALUE:  # one value: that row, the flags ORed
+                if f1 & ~f0:
+                    rows[0, 0] = f0 | f1
+                return rows[0]
+            elif f1 & _VALUE:
+                if f0 & ~f1:
+                    rows[1, 0] = f0 | f1
+                return rows[1]
     flags = digest = not_digest = 0
     held: list[int] = []
     code = 0

@@ -55,7 +55,7 @@ from ..layouts.distributors import (
 from ..layouts.mesh import is_mesh, reduced_layout, subcomm
 from ..move.redistribution import redistribute
 
-__all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE"]
+__all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE", "agreed_max"]
 
 
 def _lowest(dt: np.dtype) -> Any:
@@ -116,6 +116,18 @@ def combine_partials(
         stacked = comm.Allgather(partial)
         return ufunc.reduce(stacked, axis=0, dtype=partial.dtype)
     raise TypeError(f"cannot reduce dtype {partial.dtype} across ranks")
+
+
+_INT = np.dtype(np.int64)
+
+
+def agreed_max(comm: Any, error: BaseException | None, value: int) -> int:
+    """Collective: the largest ``value`` over the ranks, and the error agreement, in one
+    Allreduce of a 96-byte record; raises on every rank where any rank has ``error``."""
+    rec = new_record()
+    if error is None:
+        put_value(rec, value, _INT, _ufunc_combiner(np.maximum, _INT))
+    return int(get_value(allreduce_agreed(comm, error, rec, combine=True), _INT))
 
 
 def probe(obj: D2O) -> np.ndarray:
