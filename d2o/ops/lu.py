@@ -649,7 +649,8 @@ def solve(a: D2O, b: Any, dtype: np.dtype, singular: type, overwrite_a: bool = F
         g = _Grid(dist, n)
         _swap(Y, g, 0, ipiv)
         if _few(k, dist):
-            return _result(*_back(a.data, dist, Y, bd, True), lay, vec)
+            x, xd = _back(a.data, dist, Y, bd, True)
+            return _result(x, xd, lay, vec)
         _substitute(a.data, g, Y, True)
         _substitute(a.data, g, Y, False)
         return _result(Y, bd, lay, vec)
@@ -681,7 +682,8 @@ def _finish(work: np.ndarray, dist: Any, aug: Any, bd: Any, singular: type, vec:
         raise singular("Singular matrix")
     Y = work[:, na:]
     if _few(bd.global_shape[1], dist):
-        return _result(*_back(work[:, :na], dist, Y, bd, False), dist.layout, vec)
+        x, xd = _back(work[:, :na], dist, Y, bd, False)
+        return _result(x, xd, dist.layout, vec)
     _substitute(work[:, :na], _Grid(dist, n), Y, False)
     return _result(np.ascontiguousarray(Y), bd, dist.layout, vec)
 
