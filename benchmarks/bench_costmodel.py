@@ -13,7 +13,9 @@ page and docs/scaling-model.md show it).  At every P:
   closed forms;
 * **calibration** (ranks 0 and 1): a ping-pong of 8 B ... 4 MiB (the fastest of many round
   trips: load on the machine only adds time) gives ``L + 2 o`` (the one-way time of 8
-  bytes) and ``G`` (the slope between 1 and 4 MiB); posting a small send, at the fastest,
+  bytes), ``G`` (the slope between 2 and 4 MiB) and, with an exchange (``Sendrecv``, both
+  ranks at once) at the same sizes, PLogP's measured curves the model reads its message
+  times from (`costmodel.Network.curve`, ``swap_curve``); posting a small send, at the fastest,
   gives ``o``, and a stream of 800 of them the time per message ``g``; ``gamma``: MPI's
   own ``SUM`` per byte (``MPI_Reduce_local``: the reductions' arithmetic); ``entry``: each
   collective called on ``COMM_SELF`` (the software cost of entering it, no message);
@@ -36,6 +38,9 @@ from d2o.core import costmodel as cm  # noqa: E402
 from d2o.core.comm import default_comm  # noqa: E402
 
 RECORD = "costmodel"  # docs/_data/bench/costmodel.json
+#: the message sizes of the calibration: ping-pong and exchange (PLogP's curves)
+PING = [8, 64, 512, 2048, 4096, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20,
+        2 << 20, 4 << 20]  # fmt: skip
 COUNTS = (2, 4, 16, 64)
 KINDS = ("Barrier", "Bcast", "Allreduce", "Allgather", "Allgatherv", "Alltoallv")
 TIMED = (
@@ -82,13 +87,12 @@ def counts(comm) -> list[dict]:
 def calibrate(comm, name: str = "this machine") -> cm.Network:
     """LogGP parameters between ranks 0 and 1 (the others wait), broadcast from rank 0."""
     mpi = comm.mpi
-    ping = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20]
-    times, o, g = [], 0.0, 0.0
+    times, swaps, o, g = [], [], 0.0, 0.0
     if comm.rank < 2:
         peer = 1 - comm.rank
-        for n in ping:
-            buf = np.zeros(n, np.uint8)
-            best = math.inf  # the fastest round trip: a loaded machine only adds time
+        for n in PING:
+            buf, other = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+            best = swap = math.inf  # the fastest: a loaded machine only adds time
             for _ in range(400 if n < 65536 else 40):
                 t0 = time.perf_counter()
                 if comm.rank == 0:
@@ -98,7 +102,12 @@ def calibrate(comm, name: str = "this machine") -> cm.Network:
                     mpi.Recv(buf, source=peer, tag=7)
                     mpi.Send(buf, dest=peer, tag=7)
                 best = min(best, (time.perf_counter() - t0) / 2)
+            for _ in range(400 if n < 65536 else 40):  # both ways at once: an exchange
+                t0 = time.perf_counter()
+                mpi.Sendrecv(buf, dest=peer, sendtag=6, recvbuf=other, source=peer, recvtag=6)
+                swap = min(swap, time.perf_counter() - t0)
             times.append(best)
+            swaps.append(swap)
         small, reps = np.zeros(8, np.uint8), 800
         if comm.rank == 0:
             reqs, o = [], math.inf
@@ -116,12 +125,13 @@ def calibrate(comm, name: str = "this machine") -> cm.Network:
             mpi.Send(small, dest=peer, tag=9)
     fit = None
     if comm.rank == 0:  # L + 2 o: the smallest message; G: the slope between the largest two
-        fit = (times[0], (times[-1] - times[-2]) / (ping[-1] - ping[-2]), o, g, _gamma(),
-               _entries())  # fmt: skip
-    base, G, o, g, gamma, entry = comm.bcast(fit)
+        fit = (times[0], (times[-1] - times[-2]) / (PING[-1] - PING[-2]), o, g, _gamma(),
+               _entries(), tuple(zip(PING, times)), tuple(zip(PING, swaps)))  # fmt: skip
+    base, G, o, g, gamma, entry, curve, swap_curve = comm.bcast(fit)
     o = min(o, base / 2)
     return cm.Network(name, L=base - 2 * o, o=o, g=max(g, o), G=max(G, 1e-13), gamma=gamma,
-                      entry=entry, source="benchmarks/bench_costmodel.py")  # fmt: skip
+                      entry=entry, curve=curve, swap_curve=swap_curve,
+                      source="benchmarks/bench_costmodel.py")  # fmt: skip
 
 
 def _fastest(fn, reps: int) -> float:
@@ -221,6 +231,8 @@ def measure() -> dict:
         "network": {
             **{k: getattr(net, k) for k in ("L", "o", "g", "G", "gamma")},
             "entry": dict(net.entry),
+            "curve": [list(pt) for pt in net.curve],
+            "swap_curve": [list(pt) for pt in net.swap_curve],
         },
         "oversubscribed": over,
         "counts": rows,

@@ -136,6 +136,31 @@ def test_collective_entry_is_added_once_per_call():
     assert cm.cost("Allreduce", 96, 1, net).time == 0.0  # one rank: no call
 
 
+def test_measured_curves_price_one_way_and_exchange_rounds():
+    # PLogP: a calibrated network reads one message's time off its measured curve (linear
+    # between points, the last slope beyond), exchange rounds off the exchange curve
+    one = ((8, 2e-6), (1024, 4e-6), (4096, 10e-6))
+    both = ((8, 3e-6), (1024, 6e-6), (4096, 20e-6))
+    net = cm.Network("measured", 1e-6, 0.5e-6, 0.5e-6, 1e-9, curve=one, swap_curve=both)
+    assert net.message(8) == pytest.approx(2e-6)
+    assert net.message(0) == pytest.approx(2e-6)  # below the first point: its time
+    assert net.message(2560) == pytest.approx(7e-6)  # halfway between 1024 and 4096
+    assert net.message(8192) == pytest.approx(18e-6)  # the last slope, 2 ns a byte
+    assert net.swap(1024) == pytest.approx(6e-6)
+    assert net.message(1024, 3) == pytest.approx(4e-6 + 2 * (0.5e-6 + 2e-6))
+    # a binomial broadcast is one-way; recursive doubling and Rabenseifner exchange
+    assert cm.cost("Bcast", 1024, 2, net).time == pytest.approx(4e-6)
+    assert cm.cost("Allgather", 1024, 2, net).time == pytest.approx(6e-6)
+    assert cm.cost("Allreduce", 4096, 2, net).time == pytest.approx(2 * net.swap(2048))
+    assert cm.cost("Sendrecv", 1024, 2, net).time == pytest.approx(6e-6)
+    assert cm.cost("send", 1024, 2, net).time == pytest.approx(4e-6)
+    # without an exchange curve an exchange costs a message (a full-duplex link); without
+    # curves LogGP's line, as before
+    half = cm.Network("one way only", 1e-6, 0.5e-6, 0.5e-6, 1e-9, curve=one)
+    assert half.swap(2560) == half.message(2560)
+    assert NET.swap(1000) == NET.message(1000) == pytest.approx(NET.L + 2 * NET.o + 999 * NET.G)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_model_equals_the_run(kind):
     """The replayed schedules' traffic, counted by d2o's trace and checked on arrival, is

@@ -9,6 +9,14 @@ algorithms make of it, and prices them with LogGP parameters (`Network`)::
     a reduction's arithmetic: gamma per byte combined (Thakur et al.'s gamma)
     a collective's entry:     a fixed software cost per call and kind (``entry``)
 
+Where a `Network` is calibrated on a machine, the one-way time of a message is instead
+read off the times measured at several sizes (``curve``; Kielmann et al.'s parameterised
+LogP, PLogP: protocol switches, caches and copies are in it), and a round in which every
+rank sends and receives at once (recursive doubling, halving, rings, all-to-all,
+``Sendrecv``) off the times of such exchanges (``swap_curve``): where the two directions
+share a link or a core they are slower than one way.  The published networks
+(`NETWORKS`) have neither: a full-duplex link, LogGP as above.
+
 The algorithms are those of Thakur, Rabenseifner and Gropp ("Optimization of collective
 communication operations in MPICH", IJHPCA 19(1), 2005); which one runs at which size is
 MPICH 5.0.2's collective selection (the JSON tables compiled into the library; `THRESHOLDS`),
@@ -86,7 +94,9 @@ class Network:
     combines (0: not counted); ``entry``: ``(kind, seconds)`` pairs, the software cost of
     entering a collective of that kind once (argument checks, algorithm choice, the local
     copy of a rank's own block), which LogGP's per-message ``o`` does not hold (empty: not
-    counted); ``source`` says where from."""
+    counted); ``curve`` and ``swap_curve``: ``(bytes, seconds)`` pairs, ascending, of one
+    message one way and of an exchange (both ranks send and receive at once), measured
+    (PLogP; empty: LogGP's line); ``source`` says where from."""
 
     name: str
     L: float
@@ -96,13 +106,39 @@ class Network:
     source: str = ""
     gamma: float = 0.0
     entry: tuple = ()
+    curve: tuple = ()
+    swap_curve: tuple = ()
 
     def message(self, k: float, m: int = 1) -> float:
-        """Seconds of one round in which a rank sends ``m`` messages of ``k`` bytes each."""
+        """Seconds of one round in which a rank sends ``m`` messages of ``k`` bytes each
+        (the one-way time of one: ``curve`` where measured, else ``L + 2 o + (k - 1) G``)."""
+        return self._round(self.curve, k, m)
+
+    def swap(self, k: float, m: int = 1) -> float:
+        """Seconds of one round in which a rank sends ``m`` messages of ``k`` bytes each and
+        receives as many at the same time (``swap_curve`` where measured, else `message`:
+        a full-duplex link)."""
+        return self._round(self.swap_curve or self.curve, k, m)
+
+    def _round(self, points: tuple, k: float, m: int) -> float:
         if m <= 0:
             return 0.0
-        wire = max(k - 1.0, 0.0) * self.G
-        return self.L + 2 * self.o + wire + (m - 1) * max(self.g, self.o + wire)
+        base = self.L + 2 * self.o
+        one = _interpolate(points, k) if points else base + max(k - 1.0, 0.0) * self.G
+        wire = max(one - base, 0.0)
+        return one + (m - 1) * max(self.g, self.o + wire)
+
+
+def _interpolate(points: tuple, k: float) -> float:
+    """The time at ``k`` bytes of measured ``(bytes, seconds)`` points (ascending): linear
+    between neighbours, the first point's below them, the last segment's slope above."""
+    if k <= points[0][0]:
+        return points[0][1]
+    for (k0, t0), (k1, t1) in zip(points, points[1:]):
+        if k <= k1:
+            return t0 + (t1 - t0) * (k - k0) / (k1 - k0)
+    (k0, t0), (k1, t1) = points[-2], points[-1]
+    return t1 + (t1 - t0) * (k - k1) / (k1 - k0)
 
 
 #: Two published interconnects (rounded headline figures; docs/scaling-model.md cites them).
@@ -214,7 +250,7 @@ def _wire(
     alg = algorithm(kind, nbytes, p, count)
     n = float(nbytes)
     if kind == "Barrier":
-        return Cost(lg, 0, lg * net.message(0), lg, alg)
+        return Cost(lg, 0, lg * net.swap(0), lg, alg)
     if kind in ("Bcast", "bcast"):
         extra = kind == "bcast"  # mpi4py broadcasts the pickle's length first
         if alg == "binomial":
@@ -222,7 +258,7 @@ def _wire(
         else:
             chunk = n / p
             steps = lg if alg.endswith("doubling") else p - 1
-            ag = lg * net.message(chunk * p / 2) if steps == lg else steps * net.message(chunk)
+            ag = lg * net.swap(chunk * p / 2) if steps == lg else steps * net.swap(chunk)
             c = Cost(lg + steps, 2 * n * (p - 1) / p, lg * net.message(n / 2) + ag, lg + steps, alg)
         if extra:
             c.messages, c.bytes, c.time = (
@@ -236,11 +272,11 @@ def _wire(
         fold = 1 if p != pof2 else 0
         k = _lg(pof2)
         if alg == "recursive doubling":
-            t = (k + 2 * fold) * net.message(n) + (k + fold) * n * net.gamma
+            t = k * net.swap(n) + 2 * fold * net.message(n) + (k + fold) * n * net.gamma
             c = Cost(k + fold, (k + fold) * n, t, k + 2 * fold, alg)
         else:
             half = 2 * n * (pof2 - 1) / pof2
-            t = sum(net.message(n / 2 ** (i + 1)) for i in range(k)) * 2 + 2 * fold * net.message(n)
+            t = sum(net.swap(n / 2 ** (i + 1)) for i in range(k)) * 2 + 2 * fold * net.message(n)
             t += (half / 2 + fold * n) * net.gamma
             busiest = half + fold * n
             items = int(n) // 8 if count is None else count
@@ -256,9 +292,9 @@ def _wire(
         alg = algorithm(kind, total, p)
         block = total / p
         if alg == "ring":
-            c = Cost(p - 1, (p - 1) * block, (p - 1) * net.message(block), p - 1, alg)
+            c = Cost(p - 1, (p - 1) * block, (p - 1) * net.swap(block), p - 1, alg)
         else:
-            t = sum(net.message(block * min(2**i, p - 2**i)) for i in range(lg))
+            t = sum(net.swap(block * min(2**i, p - 2**i)) for i in range(lg))
             c = Cost(lg, (p - 1) * block, t, lg, alg)
         if kind == "allgather":  # the pickles' lengths first: an Allgather of 4 bytes each
             pre = _wire("Allgather", 4, p, net, -1)
@@ -271,13 +307,14 @@ def _wire(
     if kind in ("Alltoallv", "Alltoallw"):
         m = (p - 1 if n else 0) if peers < 0 else peers
         each = n / m if m else 0.0
-        return Cost(m, n, net.message(each, m) if m else 0.0, 1 if m else 0, alg, peers >= 0)
+        return Cost(m, n, net.swap(each, m) if m else 0.0, 1 if m else 0, alg, peers >= 0)
     if kind in _P2P:
         m = (1 if n else 0) if peers < 0 else peers
         if kind == "recv":
             return Cost(0, 0, net.message(0), 1, alg)
         each = n / m if m else 0.0
-        return Cost(m, n, net.message(each, m) if m else 0.0, 1 if m else 0, alg, kind != "send")
+        t = (net.swap if kind == "Sendrecv" else net.message)(each, m) if m else 0.0
+        return Cost(m, n, t, 1 if m else 0, alg, kind != "send")
     if kind == "Comm_split":  # MPICH: an Allgather of (color, key) and a context-id Allreduce
         a, b = _wire("Allgather", 8, p, net, -1), _wire("Allreduce", 256, p, net, -1)
         return Cost(a.messages + b.messages, a.bytes + b.bytes, a.time + b.time,

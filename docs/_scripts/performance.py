@@ -510,6 +510,13 @@ def render_costmodel(doc: dict) -> str:
                     + "".join(f"; entry of {k} {v * 1e6:.2f} µs"
                               for k, v in net.get("entry", {}).items())
                     + ".\n\n")  # fmt: skip
+            if net.get("curve"):  # PLogP: the measured times the model reads
+                swap = dict((int(k), t) for k, t in net.get("swap_curve", []))
+                out += ("The measured message times (PLogP's curves) the model reads:\n\n"
+                        + table(["bytes", "one way (µs)", "exchange, both ways at once (µs)"],
+                                [[nbytes(k), us(t), us(swap[int(k)]) if int(k) in swap else ""]
+                                 for k, t in net["curve"]])
+                        + "\n\n")  # fmt: skip
     if timed:
         out += table(["processes", "MPICH call", "bytes", "measured (µs)", "model (µs)",
                       "model / measured"], timed)  # fmt: skip
