@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from _helpers import DTYPES, Checks, layouts, make, sample
 
+import d2o
 from d2o import distributed_data_object
+from d2o.core.comm import RECORD_GATHER_MAX
 from d2o.testing import assert_raises_everywhere, collective_assert
 
 SHAPES = [(0,), (1,), (6,), (5, 3), (0, 3), (2, 3, 4)]
@@ -205,6 +207,27 @@ def test_bincount(n):
     assert_raises_everywhere(ValueError, D(np.array([1, -1, 2])).bincount)
     assert_raises_everywhere(TypeError, D(np.array([1.0, 2.0])).bincount)
     assert_raises_everywhere(ValueError, D(np.zeros((2, 2), int)).bincount)
+
+
+def test_bincount_moves_one_record_and_the_counts():
+    """On every layout: one 96-byte record agrees on errors and the length (gathered, the
+    same 96 bytes, up to RECORD_GATHER_MAX ranks), one Allreduce combines the counts;
+    nothing else moves, meshes included (one replica of each element counts)."""
+    x = np.random.default_rng(3).integers(0, 9, 40)
+    check = Checks()
+    for strategy, axis in layouts(1):
+        obj = make(x, strategy, axis)
+        with d2o.options(check_args=False), d2o.trace() as t:
+            got = obj.bincount()
+        check.equal(got, np.bincount(x), what=strategy)
+        kinds = [c[1] for c in t.calls]
+        size = obj.distributor.comm.size
+        record = "Allgather" if size <= RECORD_GATHER_MAX[0] else "Allreduce"  # fixed size
+        want = [] if size == 1 or strategy == "not" else [record, "Allreduce"]
+        check.true(kinds == want, (strategy, t.calls))
+        check.true(not any(r.via_slab or r.fallback for r in t.records), (strategy, t.records))
+        check.true(sum(c[3] for c in t.calls) <= 96 * size + 2 * 8 * 9, (strategy, t.calls))
+    check.done()
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int64", "float64", "complex128"])

@@ -212,7 +212,7 @@ class NumpyMethods:
         """Collective: True when ``other`` has this shape and equal elements (original D2O)."""
         return _original.equal(self, other)
 
-    @marked(calls=_special.bincount)
+    @marked(mesh=True, kind="reduction", calls=_special.bincount)
     def bincount(self, weights: Any = None, minlength: int = 0) -> distributed_data_object:
         """Collective: numpy's ``bincount``; the result is replicated."""
         return _special.bincount(self, weights, minlength)

@@ -26,6 +26,7 @@ from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..layouts.distributors import get_distributor, slab_distributor
+from ..layouts.mesh import is_mesh
 from .axislocal import local_elementwise
 from .linalg import dot
 from .reductions import agreed_max, combine_partials, ravel
@@ -35,13 +36,14 @@ from .ufuncs import align, result_layout
 __all__ = ["bincount", "unique", "where", "nonzero", "vdot"]
 
 
-@operation()
+@operation(mesh=True)
 def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
     """Collective: numpy's ``bincount`` of a 1-d non-negative integer array.
 
-    Each rank counts its piece in one numpy call; then one 96-byte Allreduce agrees on
-    errors and the result length (`d2o.ops.reductions.agreed_max`), and one combination
-    of the counts (``max(x)+1`` elements) follows.  The result is replicated ('not').
+    Each rank counts its piece in one numpy call (on a mesh, one rank of each set of
+    replicas); then one 96-byte Allreduce agrees on errors and the result length
+    (`d2o.ops.reductions.agreed_max`), and one combination of the counts (``max(x)+1``
+    elements) follows.  The result is replicated ('not').
     """
     d = x.distributor
     if x.ndim != 1:  # global shapes: every rank raises alike
@@ -50,8 +52,11 @@ def bincount(x: D2O, weights: Any = None, minlength: int = 0) -> D2O:
         raise ValueError("The weights and list don't have the same length.")
     w = None if weights is None else align(weights, d)
     error, counts = None, None
+    data = x.data
+    if is_mesh(d) and d.source(d.comm.rank) is None:  # a replica: another rank counts it
+        data, w = data[:0], None if w is None else w[:0]
     try:  # numpy's own errors: negative values, non-integer dtypes, negative minlength
-        counts = np.bincount(x.data, weights=w, minlength=minlength)
+        counts = np.bincount(data, weights=w, minlength=minlength)
     except Exception as exc:
         error = exc
     if d.replicated or d.comm.size == 1:
