@@ -524,7 +524,16 @@ def render_costmodel(doc: dict) -> str:
         load = doc.get("load_average", {})
         out += (f"\n\nWithin 2x: {within} of {len(timed)} calls, with the machine's load "
                 f"average at {load.get('before')} before the run and {load.get('after')} "
-                "after it (on 2 cores).\n")  # fmt: skip
+                "after it (on 2 cores).")  # fmt: skip
+        for n, r in by_count(doc).items():
+            runs = r.get("launches")
+            if runs:  # each call from its fastest launch: every launch counted here too
+                each = [sum(1 for t in rows if 0.5 <= t["ratio"] <= 2) for rows in runs]
+                out += (f" Each call is the fastest of {len(runs)} launches at {n} ranks (with "
+                        f"that launch's calibration); launch by launch, "
+                        + ", ".join(str(e) for e in each)
+                        + f" of {len(runs[0])} calls were within 2x.")  # fmt: skip
+        out += "\n"
     return out + quick_note(doc)
 
 
