@@ -55,6 +55,7 @@ from ..layouts.distributors import HeldScalar, get_distributor, slab_distributor
 from ..move.halo import Parts, rows_for, slab_rows
 from . import fused
 from .indexing import getitem
+from .reductions import agreed_max
 
 __all__ = ["Node", "record", "inplace", "assign", "flush", "evaluate", "pending", "LIMIT"]
 
@@ -309,14 +310,21 @@ def assign(self: Any, key: Any, value: Any) -> bool:
     """``self[key] = value`` for a d2o ``value`` of the view's very layout and a key of
     slices: a deferred ``value`` is evaluated straight into the view's piece (after the
     pending arrays reading it), an evaluated one copied.  False where the key or the
-    layouts differ (the caller assigns eagerly).  Local.  The decision depends on global
-    facts alone (whether ``value`` is still pending may differ between ranks)."""
+    layouts differ (the caller assigns eagerly).  Over several ranks one 96-byte record
+    agrees on the decision, as the eager assignment agrees on its shapes: a key that
+    differs between ranks (bad on some) sends every rank the eager way, where it raises
+    everywhere, instead of leaving some ranks waiting (`d2o.ops.reductions.agreed_max`).
+    Whether ``value`` is still pending may differ between ranks: each writes its own."""
     if not (isinstance(self, D2O) and isinstance(value, D2O) and _basic(key)):
         return False
     if type(self.distributor) is HeldScalar or type(value.distributor) is HeldScalar:
         return False
-    view = getitem(self, key)
-    if not isinstance(view, D2O) or view.base is None or view.distributor is not value.distributor:
+    view = getitem(self, key)  # a basic key: a view, made locally
+    ok = isinstance(view, D2O) and view.base is not None and view.distributor is value.distributor
+    comm = self.distributor.comm
+    if comm.size > 1 and agreed_max(comm, None, int(not ok)):
+        return False
+    if not ok:
         return False
     if pending(value) and sys.getrefcount(value) <= TEMPORARY_REFS:
         # a temporary nobody else holds (``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``):
