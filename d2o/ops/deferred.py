@@ -237,10 +237,14 @@ def _shifted_layout(arrays: list) -> Any:
     operands' mean (for a symmetric stencil, the centre view's: the target of
     ``u[1:-1, 1:-1] = ...``, so that only halo rows move; a pending operand of another
     layout is evaluated and shifted like a view).  None where the operands are not such
-    slabs.  Depends on the layouts alone, not on what is pending (which may differ
-    between ranks): every rank agrees; no communication."""
+    slabs, or where none of them is a view (whole arrays cut differently take the first
+    one's layout, as eager operations do: d2o's rule).  Depends on the layouts and views
+    alone, not on what is pending (which may differ between ranks): every rank agrees;
+    no communication."""
     ds = [x.distributor for x in arrays]
     if not all(slab_rows(d) and d.axis == ds[0].axis for d in ds):
+        return None
+    if all(x.base is None for x in arrays):
         return None
     d0 = ds[0]
     bounds = [d.bounds() for d in ds]
