@@ -31,7 +31,8 @@ explicitly; turning ``lazy`` off evaluates everything pending.
 Not deferred (they run eagerly, as with ``lazy`` off): ``out=``, ``where=`` and other
 keywords, ufunc methods (``reduce``, ...), operands that are not d2o arrays or
 scalars, d2o operands whose shapes differ (broadcasting) or whose layouts differ
-otherwise than shifted slabs, 0-d views, operations on process meshes without a mesh algorithm,
+otherwise than shifted slabs (whole arrays, none a view, cut differently: the first
+operand's layout, as eager operations give), 0-d views, operations on process meshes without a mesh algorithm,
 inner calls of other operations, and controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
 array evaluates it; a numpy array obtained earlier with ``get_local_data(copy=False)``
 and written into by numpy while an expression reading it is pending is not seen.
