@@ -15,6 +15,7 @@ from _helpers import Checks, layouts, make, sample, traced_peak
 import d2o
 import d2o.numpy as dnp
 from d2o import default_comm, distributed_data_object
+from d2o.core import comm as _comm
 from d2o.ops import lu
 from d2o.testing import assert_raises_everywhere, collective_assert
 
@@ -382,8 +383,6 @@ def test_pivot_search_is_one_max_location_reduction():
     """The pivot search is a max-location reduction: gathered and folded locally (few ranks)
     or MPI's user op (forced here), the same pivots (ties: the lowest row, NaN wins) and
     numpy's determinant; the trace shows one collective per column, no more."""
-    from d2o.core import comm as _comm
-
     n = 12
     ties = (np.arange(n * n).reshape(n, n) * 7 % 5).astype(float) + np.eye(n)
     nan = matrix(n, "float64", seed=3)

@@ -142,12 +142,21 @@ class _Grid:
                     panels.append((p, min(p + wmax, e, n), c))
         self.panels = sorted(panels)
 
-    def block_rows(self, c0: int, c1: int, width: int) -> tuple:
-        """``(counts, order)`` of an ``Allgatherv`` of rows ``c0:c1`` along a mesh column:
-        elements from each mesh row, and where each gathered row goes."""
+    def solve_block(self, part: np.ndarray, c0: int, c1: int, lower: bool) -> np.ndarray:
+        """Collective along a mesh column: rows ``c0:c1`` of ``[T | B]`` gathered from the
+        mesh rows holding them (``part``: this rank's, in order; one ``Allgatherv``), then
+        ``T^-1 B`` with the diagonal block ``T``'s lower triangle (unit diagonal) or upper
+        one (``lower`` False).  Returns the solved ``w x k`` block, the same on every
+        rank of the column."""
+        w, width = c1 - c0, part.shape[1]
         own = self.row_owner[c0:c1]
         counts = np.bincount(own, minlength=self.col_comm.size) * width
-        return counts.tolist(), np.argsort(own, kind="stable")
+        order = np.argsort(own, kind="stable")  # where each gathered row goes
+        G = np.empty((w, width), dtype=part.dtype)
+        G[order] = self.col_comm.Allgatherv(part, counts.tolist()).reshape(w, width)
+        X = G[:, w:]
+        trsm_left(G[:, :w], X, lower, lower)
+        return X
 
 
 class _Pick:
@@ -186,7 +195,7 @@ class _Pick:
         mags = v[:, 0].real
         nan = np.isnan(mags)
         pick = np.flatnonzero(nan) if nan.any() else np.flatnonzero(mags == mags.max())
-        out = v[pick[np.argmin(v[pick, 1].real)]].copy()
+        out = v[pick[np.argmin(v[pick, 1].real)]]  # the rows are ours: written in place
         owner = v[int(np.argmax(v[:, 2].real))]
         out[2], out[3 + w :] = owner[2], owner[3 + w :]
         return out.view(np.uint64)
@@ -372,11 +381,8 @@ def _step(work: np.ndarray, g: _Grid, k: int, pre: tuple | None, out: tuple,
         part = np.empty((i1 - r0, w + nt), dtype=work.dtype)
         part[:, :w] = P[: i1 - r0]
         part[:, w:] = work[r0:i1, q1:]
-        counts, order = g.block_rows(c0, c1, w + nt)
-        G = np.empty((w, w + nt), dtype=work.dtype)
-        G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + nt)
-        U = G[:, w:]
-        trsm_left(G[:, :w], U, True, True)
+        U = g.solve_block(part, c0, c1, True)
+        del part  # not held through the update and the look-ahead's panel
         work[r0:i1, q1:] = U[gr[r0:i1] - c0]
     rows = (r0, i1)
     nxt = g.panels[k + 1] if k + 1 < len(g.panels) else None
@@ -442,11 +448,7 @@ def _substitute(A: np.ndarray, g: _Grid, Y: np.ndarray, lower: bool) -> None:
                 continue
             d0, d1 = (0, i1 - i0) if lower else (i0, i1)  # the panel's rows in T
             part = np.concatenate([T[d0:d1], Y[i0:i1]], axis=1)
-            counts, order = g.block_rows(c0, c1, w + kb)
-            G = np.empty((w, w + kb), dtype=A.dtype)
-            G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + kb)
-            X = G[:, w:]
-            trsm_left(G[:, :w], X, lower, lower)
+            X = g.solve_block(part, c0, c1, lower)
             Y[i0:i1] = X[gr[i0:i1] - c0]
             if lower:
                 gemm_sub(Y[i1:], T[d1:], X)
@@ -482,11 +484,7 @@ def _fan_in(A: np.ndarray, g: _Grid, z: np.ndarray, lower: bool) -> np.ndarray:
             part = np.empty((i1 - i0, w + k), dtype=z.dtype)
             part[:, :w] = A[i0:i1, lc0 : lc0 + w]
             part[:, w:] = r
-            counts, order = g.block_rows(c0, c1, w + k)
-            G = np.empty((w, w + k), dtype=z.dtype)
-            G[order] = g.col_comm.Allgatherv(part, counts).reshape(w, w + k)
-            X = G[:, w:]
-            trsm_left(G[:, :w], X, lower, lower)
+            X = g.solve_block(part, c0, c1, lower)
             x[lc0 : lc0 + w] = X
             if lower:
                 gemm_sub(z[i1:], A[i1:, lc0 : lc0 + w], X)
