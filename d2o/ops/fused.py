@@ -252,7 +252,8 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
         ops.append(f"in place: {depth + 1} row{'s' if depth else ''} held")
     kernel = loops.compile_kernel(text, len(b.values), node.ndim, depth)
     buf = target if depth is None else np.empty((depth + 1, *target.shape[1:]), target.dtype)
-    kernel(target, buf, *b.values)
+    ct = loops.c_typed
+    kernel(ct(target), ct(buf), target.shape, *[ct(v) for v in b.values])
     if out is not None and target is not out:
         out[...] = target
         return out

