@@ -434,7 +434,10 @@ def test_loops_equal_numpy_bit_for_bit(numba_engine, dt):
 
 def test_loops_take_exactly_what_numpy_computes_alike(numba_engine):
     """Which nodes compile to a loop: float and integer arithmetic, comparisons, bool
-    logic; not complex numbers, integer division, other powers, transcendentals."""
+    logic, float64 powers where numpy's are the C library's (`loops.libm_pow`); not
+    complex numbers, integer division, the exponents numpy's ``**`` computes otherwise
+    (0.5: sqrt), other powers, transcendentals."""
+    pow_ok = loops.libm_pow()
     cases = [
         ("float64", lambda a: (a - 1.5) * a / 3.0, True),
         ("float32", lambda a: np.sqrt(abs(a)) + a**2, True),
@@ -444,7 +447,12 @@ def test_loops_take_exactly_what_numpy_computes_alike(numba_engine):
         ("int16", lambda a: np.square(a * 50) - 7, True),
         ("complex128", lambda a: a * a + 1, False),
         ("int64", lambda a: a // 3, False),
-        ("float64", lambda a: a**3, False),
+        ("float64", lambda a: a**3, pow_ok),
+        ("float64", lambda a: (a + 1.0) ** -1.5, pow_ok),
+        ("float64", lambda a: np.power(a, 0.5), pow_ok),
+        ("float64", lambda a: a**0.5, False),
+        ("float32", lambda a: a**3, False),
+        ("int64", lambda a: a**3, False),
         ("float64", lambda a: np.exp(a), False),
     ]
     for dt, f, expected in cases:
@@ -645,3 +653,123 @@ def test_shifted_expressions_on_every_layout(monkeypatch, engine):
             assert_equal_to_numpy(u, ref)
             v = u[:-s] + u[s:]  # not assigned: the pending result read as it is
             assert_equal_to_numpy(v, ref[:-s] + ref[s:])
+
+
+# -- broadcasting, fused sums, powers, shared costly nodes ---------------------------------
+
+
+@pytest.mark.parametrize("engine", ["numexpr", "numba"])
+def test_broadcast_operands_are_deferred(monkeypatch, engine):
+    """Operands of other shapes (a row against a matrix, outer differences, a (k, 1)
+    column) are recorded, aligned to the result's layout as the eager call aligns them,
+    on every layout; numpy's result bit for bit."""
+    if engine == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("D2O_FUSION_ENGINE", engine)
+    a = sample((7, 5), "float64")
+    r = sample((5,), "float64", seed=1)
+    c = sample((7, 1), "float64", seed=2)
+    v = sample((6,), "float64", seed=3)
+    for strategy, axis in layouts(2):
+        x = make(a, strategy, axis)
+        for s1, _ in layouts(1):
+            y, z = make(r, s1), make(c, strategy, axis)
+            got = x * y + z - 1.5
+            assert_equal_to_numpy(got, a * r + c - 1.5)
+            w = make(v, s1)
+            outer = w[np.newaxis, :] - w[:, np.newaxis]
+            assert_equal_to_numpy(outer * outer + 0.5, (v[None, :] - v[:, None]) ** 2 + 0.5)
+
+
+def test_broadcast_shape_mismatch_raised_everywhere():
+    x, y = make(sample((4, 3), "float64"), "equal"), make(sample((4,), "float64"), "equal")
+    assert_raises_everywhere(ValueError, lambda: x + y)
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("shape", [(300,), (9, 130), (3, 5, 40), (1, 257)])
+def test_fused_sum_is_numpys(numba_engine, dt, shape):
+    """A sum (whole array, last axis, ``add.reduce``, ``keepdims``) of a deferred expression
+    runs in one pass with it (the trace names ``sum`` in the kernel) and is the eager
+    sum bit for bit (each piece's part: numpy's pairwise order for floats); numpy's own
+    on one piece, within rounding where several pieces' parts are combined."""
+    a = sample(shape, dt, positive=True)
+    b = sample(shape, dt, seed=1, positive=True)
+    expr = {"b": lambda p, q: (p & q) | p, "u": lambda p, q: p * 3 - q}.get(
+        np.dtype(dt).kind, lambda p, q: (p - q) * (p + q) + 0.5 * p)  # fmt: skip
+    e = expr(a, b)
+    last = e.ndim - 1
+    for strategy, axis in layouts(len(shape)):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        with d2o.trace() as t:
+            total = expr(x, y).sum()
+        with d2o.options(lazy=False):
+            eager = expr(x, y).sum()
+        collective_assert(total == eager and np.asarray(total).dtype == e.sum().dtype,
+                          f"{strategy}: {total} != {eager}")  # fmt: skip
+        one_piece = d2o.default_comm().size == 1 or strategy == "not"
+        collective_assert(total == e.sum() if one_piece else np.isclose(total, e.sum()),
+                          f"{strategy}: {total} != {e.sum()}")  # fmt: skip
+        if one_piece:  # the fused kernel is the whole sum
+            fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+            collective_assert(len(fusedrecs) == 1 and fusedrecs[0].endswith(", sum)"), fusedrecs)
+        for f in (lambda v: np.add.reduce(v, last), lambda v: v.sum(axis=-1, keepdims=True)):
+            got = f(expr(x, y))
+            with d2o.options(lazy=False):
+                eager = f(expr(x, y))
+            full = lambda v: v.get_full_data() if hasattr(v, "get_full_data") else np.asarray(v)  # noqa: E731
+            assert_equal_to_numpy(got, full(eager))
+            if one_piece:
+                assert_equal_to_numpy(got, f(e))
+            else:  # pieces' parts combined: numpy's within rounding
+                collective_assert(np.allclose(full(got), f(e), rtol=1e-5), strategy)
+
+
+def test_fused_sum_counts_points_in_one_kernel(numba_engine):
+    """Monte Carlo pi's ``add.reduce((square(x) + square(y)) < 1)`` with named
+    intermediates: one kernel, nothing stored, numpy's count."""
+    a, b = sample((5000,), "float64"), sample((5000,), "float64", seed=1)
+    for strategy, axis in layouts(1)[:4]:  # (meshes: ufunc.reduce runs on slabs, evaluated)
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        with d2o.trace() as t:
+            xs = np.square(x)
+            ys = np.square(y)
+            z = (xs + ys) < 1
+            count = int(np.add.reduce(z))
+        collective_assert(count == int(np.add.reduce((a * a + b * b) < 1)), f"{count}")
+        fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+        collective_assert(fusedrecs == ["fused(square, square, add, less, sum)"], fusedrecs)
+        collective_assert(_pending(xs) and _pending(z), "the named arrays stay deferred")
+        assert_equal_to_numpy(z, (a * a + b * b) < 1)
+
+
+def test_reduction_with_out_evaluates_pending_first():
+    """A reduction writing into ``out`` is not read-only: an expression pending on
+    ``out``'s memory is evaluated before it (numpy's order of statements)."""
+    a = sample((6, 4), "float64")
+    x = make(a, "equal")
+    o = make(np.zeros(4), "not")
+    e = o + 1.0
+    np.sum(x, axis=0, out=o)
+    assert_equal_to_numpy(e, np.ones(4))
+    collective_assert(np.allclose(o.get_full_data(), a.sum(axis=0)), "out holds the sum")
+
+
+def test_costly_shared_node_evaluated_once(numba_engine):
+    """A power read by several expressions (N-body's ``inv_r3`` in three products) is
+    evaluated once and kept; cheap shared nodes are recomputed inside each kernel."""
+    a = sample((40,), "float64", positive=True)
+    x = make(a, "equal")
+    with d2o.trace() as t:
+        d = x[np.newaxis, :] - x[:, np.newaxis]
+        r2 = d * d + 0.01
+        inv = r2**-1.5
+        p1, p2 = (d * inv).sum(), (d * d * inv).sum()
+    fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+    pow_kernels = [op for op in fusedrecs if "power" in op]
+    collective_assert(len(pow_kernels) == 1, fusedrecs)
+    dn = a[None, :] - a[:, None]
+    invn = (dn * dn + 0.01) ** -1.5
+    assert_equal_to_numpy(inv, invn)
+    collective_assert(np.isclose(p1, (dn * invn).sum()) and np.isclose(p2, (dn * dn * invn).sum()),
+                      f"{p1} {p2}")  # fmt: skip

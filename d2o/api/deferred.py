@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .array import distributed_data_object
 
 __all__ = ["deferred_data_object"]
@@ -21,6 +23,22 @@ class deferred_data_object(distributed_data_object, deferred=True):  # noqa: N80
     """A distributed array whose piece is a deferred expression (see the module notes)."""
 
     __slots__ = ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The expression's dtype (known without evaluating it)."""
+        try:
+            return self._expr.dtype
+        except AttributeError:
+            return self.data.dtype
+
+    @property
+    def local_shape(self) -> tuple:
+        """The shape of this rank's piece (known without evaluating it)."""
+        try:
+            return self._expr.shape
+        except AttributeError:
+            return self.data.shape
 
     def __getattr__(self, name: str) -> Any:
         """``data``: the expression evaluated now, on this rank alone (local); any other

@@ -104,6 +104,18 @@ def deferred(expr: Any, distributor: Distributor) -> Any:
     return obj
 
 
+def expression(obj: Any) -> Any:
+    """``obj``'s deferred expression where it is a deferred array not evaluated yet, else
+    None.  Local."""
+    if type(obj) is not _DEFERRED:
+        return None
+    try:
+        expr = obj._expr
+    except AttributeError:
+        return None
+    return expr if expr.value is None else None
+
+
 def settle(obj: Any, data: Any = None) -> None:
     """Make deferred array ``obj`` an ordinary one (the public class) holding ``data`` (or
     the piece it holds already).  Local."""

@@ -47,12 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS
+from ..array.align import SCALARS, align, result_layout
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
 from ..core.errors import defer
 from ..core.registry import operation
-from ..layouts.distributors import HeldScalar, get_distributor, slab_distributor
+from ..layouts.distributors import HeldScalar, SlabDistributor, get_distributor, slab_distributor
 from ..move.halo import Parts, rows_for, slab_rows
 from . import fused
 from .indexing import getitem
@@ -81,7 +81,7 @@ class Node:
     it was recorded (divide, over, under, invalid)."""
 
     __slots__ = ("ufunc", "call", "args", "dtype", "shape", "size", "ndim", "count", "err",
-                 "comm", "value")  # fmt: skip
+                 "comm", "value", "uses", "owner")  # fmt: skip
 
     def __init__(self, ufunc: np.ufunc, args: tuple, dtype: np.dtype, shape: tuple,
                  err: tuple, comm: Any) -> None:  # fmt: skip
@@ -89,12 +89,22 @@ class Node:
         self.call: Any = ufunc  # what numpy runs: the Python operator for an operator's node
         self.shape, self.ndim = shape, len(shape)
         self.size = math.prod(shape)
+        self.uses: int = 0  # how many recorded nodes read this one
+        self.owner: Any = None  # a weak reference to the deferred array it is the piece of
         count = 1
         for a in args:
             if type(a) is Node:
                 count += a.count
+                a.uses += 1
         self.count: int = count
         self.value: np.ndarray | None = None
+
+    def shared(self) -> bool:
+        """True when this node's value may be read more than once: by several recorded
+        nodes, or by one while the array it belongs to is still held (a name may read it
+        again later).  Its evaluation is worth keeping where it is costly
+        (`d2o.ops.fused`)."""
+        return self.uses > 1 or (self.owner is not None and self.owner() is not None)
 
     def evaluate(self) -> np.ndarray:
         """The value (evaluated now, once: one fused kernel; local)."""
@@ -170,6 +180,7 @@ def _register(node: Node, d: Any) -> Any:
     x = deferred(node, d)
     ref = PENDING[id(x)] = _Ref(x, _gone)
     ref.key = id(x)
+    node.owner = ref
     return x
 
 
@@ -200,11 +211,20 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     shape, comm = first.shape, first.distributor.comm
     for x in arrays:
         d = x.distributor
-        if x.shape != shape or d.comm is not comm or type(d) is HeldScalar:
+        if d.comm is not comm or type(d) is HeldScalar:
             return None
     target = first.distributor
-    shifted = any(x.distributor is not target for x in arrays)
-    if shifted:
+    broadcast = any(x.shape != shape for x in arrays)
+    shifted = not broadcast and any(x.distributor is not target for x in arrays)
+    if broadcast:
+        try:
+            shape = np.broadcast_shapes(*(x.shape for x in arrays))
+        except ValueError:
+            return None  # (the eager call raises numpy's error on every rank)
+        target = result_layout(arrays, shape)
+        if not all(_whole(x, target) for x in arrays):
+            return None
+    elif shifted:
         # shifted views on several ranks: their boundary rows come from the neighbours
         # now (`d2o.move.halo.rows_for`), each operand as Parts, evaluated segment by
         # segment later; other layouts run eagerly
@@ -221,6 +241,9 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
                    if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
     if shifted:
         args = tuple(_aligned(x, target) if isinstance(x, D2O) else x for x in inputs)
+    elif broadcast:  # operands of other layouts aligned now, as the eager call would
+        args = tuple(x if not isinstance(x, D2O) else _operand(x) if x.distributor is target
+                     else align(x, target) for x in inputs)  # fmt: skip
     else:
         args = tuple(_operand(x) if isinstance(x, D2O) else x for x in inputs)
     if 1 + sum(a.count for a in args if type(a) is Node) > LIMIT:
@@ -253,6 +276,25 @@ def _shifted_layout(arrays: list) -> Any:
     mean = [(sum(b[r] for b in bounds) + n // 2) // n for r in range(len(bounds[0]))]
     strategy = d0.strategy if all(d.strategy == d0.strategy for d in ds) else "freeform"
     return slab_distributor(d0.global_shape, d0.comm, d0.axis, mean, strategy)
+
+
+def _whole(x: Any, target: Any) -> bool:
+    """True when operand ``x`` of a broadcast comes to ``target``'s pieces whole, as one
+    numpy array (`d2o.array.align.align`): ``target`` is slabs or replicated, and ``x``
+    is of ``target``'s layout, replicated, or slabs `align_parts` would not cut into
+    boundary rows.  Depends on the layouts alone: every rank agrees."""
+    if type(target) is not SlabDistributor and not target.replicated:
+        return False
+    d = x.distributor
+    if d is target or d.replicated:
+        return True
+    if type(d) is not SlabDistributor:
+        return False
+    if target.replicated:
+        return True
+    k = target.axis - (target.ndim - x.ndim)
+    return not (k >= 0 and d.axis == k and x.shape[k] == target.global_shape[target.axis]
+                and d.bounds() != target.bounds() and slab_rows(d))  # fmt: skip
 
 
 def _aligned(x: Any, target: Any) -> Any:
@@ -292,6 +334,7 @@ def inplace(self: Any, other: Any, ufunc: np.ufunc, call: Any = None) -> Any:
         return _drop(res)
     if pending(self):  # a fresh array nobody views: its expression grows
         self._expr = res._expr
+        res._expr.owner = PENDING[id(self)]
         _drop(res)
         return self
     _write(self.data, res, keep=res)  # (res is dropped: it may read self's memory)

@@ -54,7 +54,7 @@ from ..core.records import Record, active
 from ..move.halo import Parts
 from . import loops
 
-__all__ = ["run", "kernels"]
+__all__ = ["run", "reduce_sum", "kernels"]
 
 _NE: list = [None]  # numexpr, loaded at the first fused evaluation (False: not installed)
 
@@ -168,6 +168,8 @@ class _Builder:
         parts = []
         for a, d in zip(args, loop):
             if hasattr(a, "ufunc"):  # a node: inline where numexpr takes it too
+                if a.value is None and loops.costly(a) and a.shared():
+                    a.evaluate()  # computed once, read by each expression holding it
                 if a.value is None and _engine_ok(a):
                     parts.append(self.text(a))
                 else:
@@ -194,6 +196,9 @@ class _Builder:
 
 def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     """``node`` by numpy's ufunc on its evaluated operands, under its recorded errstate."""
+    for a in node.args:
+        if hasattr(a, "ufunc") and a.value is None and loops.costly(a) and a.shared():
+            a.evaluate()  # computed once, read by each expression holding it
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
     ops.append(node.ufunc.__name__)
     err = dict(zip(("divide", "over", "under", "invalid"), node.err))
@@ -237,9 +242,8 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
     """``node`` by one compiled loop (`d2o.ops.loops`), straight into ``out`` where its
     dtype is the node's: through a ring buffer where operands overlap ``out`` by whole
     rows, through a temporary where they overlap otherwise."""
-    b = loops.Builder(ops, _evaluate)
-    index = ", ".join(f"i{k}" for k in range(node.ndim))
-    text = b.text(node, index)
+    b = loops.Builder(ops, _evaluate, node.shape)
+    text = b.text(node)
     depth = None
     target = out
     if out is None or out.dtype != node.dtype:
@@ -372,6 +376,41 @@ def _leaves(node: Any) -> list:
         elif isinstance(a, np.ndarray):
             out.append(a)
     return out
+
+
+def reduce_sum(node: Any, axes: tuple) -> np.ndarray | None:
+    """The sum of deferred expression ``node`` over ``axes`` of its piece (all of them, or
+    the last one alone) in one compiled loop, the expression never stored: numpy's
+    ``add.reduce`` of the evaluated piece, bit for bit (floats: its pairwise order over
+    the values in C order, `d2o.ops.loops.compile_sum`; integers and bools: exact);
+    ``keepdims=False``'s shape.  None where it does not fuse (the caller evaluates
+    ``node`` and reduces): an evaluated node, shifted operands, an expression whose
+    root a loop does not compute exactly as numpy (`d2o.ops.loops.exact`), a piece
+    below `NUMBA_MIN` elements (numba's compile time does not pay) or of no element,
+    floating-point errors not 'ignore' or 'warn' now.  Recorded in the active traces as
+    ``fused(<its operations>, sum)``.  Local."""
+    ndim = node.ndim
+    if node.value is not None or not node.size or axes not in (tuple(range(ndim)), (ndim - 1,)):
+        return None
+    if _engine(node) != "numba" or not loops.exact(node) or _parts(node, []):
+        return None
+    if not all(e in _QUIET for e in np.geterr().values()):
+        return None
+    acc = np.add.reduce(np.empty(0, node.dtype)).dtype
+    ops: list[str] = []
+    b = loops.Builder(ops, _evaluate, node.shape)
+    text = b.text(node)
+    kernel = loops.compile_sum(text, len(b.values), ndim, acc)
+    rows = node.size // node.shape[-1] if len(axes) == 1 else 1
+    res = np.empty(rows, acc)
+    ct = loops.c_typed
+    kernel(res, node.shape, node.size // rows, *[ct(v) for v in b.values])
+    ops.append("sum")
+    if active:
+        rec = Record(f"fused({', '.join(ops)})")
+        for t in active:
+            t.records.append(rec)
+    return res.reshape(node.shape[:-1]) if len(axes) == 1 else res.reshape(())
 
 
 def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["loop_dtypes", "exact", "Builder", "compile_kernel", "c_typed", "ring_depth",
-           "kernels"]  # fmt: skip
+__all__ = ["loop_dtypes", "exact", "Builder", "compile_kernel", "compile_sum", "c_typed",
+           "ring_depth", "kernels"]  # fmt: skip
 
 _NB: list = [None]  # numba, loaded at the first compiled kernel (False: not installed)
 _KERNELS: dict = {}  # (text, ndim, ring depth) -> numba dispatcher
@@ -55,6 +55,9 @@ _COMPARE = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal
 _BOOLOPS = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.logical_and: "&",
             np.logical_or: "|", np.logical_xor: "^"}  # fmt: skip
 _FUNCS = {np.sqrt: "np.sqrt", np.floor: "np.floor", np.ceil: "np.ceil", np.absolute: "abs"}
+#: operations a loop computes at about the cost of reading their operands
+_CHEAP = frozenset({*_ARITH, *_COMPARE, *_BOOLOPS, np.true_divide, np.square, np.negative,
+                    np.invert, np.logical_not, np.absolute, np.floor, np.ceil, np.sqrt})  # fmt: skip
 #: the most rows a ring buffer holds back (a deeper overlap takes a temporary)
 MAX_DEPTH = 8
 
@@ -117,7 +120,11 @@ def exact(node: Any) -> bool:
     if any(d != res for d in ins) and f not in _COMPARE:
         return False
     if f is np.power:
-        return is_two(node.args[1]) and node.call is not f and res in _FLOATS + _INTS
+        if is_two(node.args[1]) and node.call is not f:
+            return res in _FLOATS + _INTS
+        e = node.args[1]
+        fast = not _is_node(e) and not isinstance(e, np.ndarray) and e in _FAST_EXPONENTS
+        return res == _F64 and not (fast and node.call is not f) and libm_pow()
     if f in _ARITH or f is np.square:
         return res in _FLOATS or res in _INTS
     if f is np.true_divide or f in _FUNCS:
@@ -131,49 +138,125 @@ def exact(node: Any) -> bool:
     return False
 
 
+_F64 = np.dtype(np.float64)
+#: exponents numpy's ``ndarray ** scalar`` computes otherwise than by ``power``
+_FAST_EXPONENTS = (-1, 0, 0.5, 1, 2)
+_POW: list = [None]  # libm_pow's answer, once per process
+
+
+def libm_pow() -> bool:
+    """True when numpy's float64 ``power`` gives the C library's ``pow`` (a build
+    without SIMD powers), which a compiled loop calls: checked once per process on
+    probe values (special values, signs, subnormals, large and fractional
+    exponents), so that a fused power is numpy's bit for bit or not fused at all."""
+    if _POW[0] is None:
+        nb = _numba()
+        if not nb:  # pragma: no cover - the fusion extra is not installed
+            _POW[0] = False
+            return False
+        base = np.array([-3.0, -1.0, -0.5, -0.0, 0.0, 5e-324, 1e-310, 0.3, 0.5, 1.0, 2.0,
+                         3.7, 1e300, np.inf, -np.inf, np.nan])  # fmt: skip
+        expo = np.array([-1.5, -2.5, 0.3, 1 / 3, 3.7, 10.0, -0.5, 2.5, 1.5, -1.0, 0.0, 2.0, np.nan])
+        rng = np.random.default_rng(0)
+        x = np.concatenate([np.repeat(base, expo.size), rng.random(512) * 10])
+        y = np.concatenate([np.tile(expo, base.size), rng.random(512) * 8 - 4])
+
+        def probe(out, a, b):  # pragma: no cover - compiled
+            for i in range(out.shape[0]):
+                out[i] = a[i] ** b[i]
+
+        got = np.empty_like(x)
+        nb.njit(error_model="numpy")(probe)(got, x, y)
+        with np.errstate(all="ignore"):
+            want = np.power(x, y)
+        _POW[0] = bool(np.array_equal(got, want, equal_nan=True))
+    return _POW[0]
+
+
+def costly(node: Any) -> bool:
+    """True for a node whose operation costs more than a pass over memory (a power other
+    than a square, a function numpy computes by a library call): evaluated once where
+    several expressions read it (`Builder`), not recomputed in each."""
+    f = node.ufunc
+    if f is np.power:
+        return not is_two(node.args[1])
+    return f not in _CHEAP
+
+
 def _cast(d: np.dtype) -> str:
     return "np.bool_" if d == _BOOL else f"np.{d.name}"
 
 
 class Builder:
-    """One loop kernel's expression: its per-element text, its operands (arrays indexed
-    per element, scalars cast to their loop dtype; deduplicated by identity) and the
-    operations it holds (for the trace).  ``evaluate(node, ops)`` evaluates a subtree
-    the loop does not take (numexpr or numpy)."""
+    """One loop kernel's expression over the index space of ``shape``: its per-element
+    text, its operands (arrays indexed per element, scalars cast to their loop dtype;
+    deduplicated by identity) and the operations it holds (for the trace).
+    ``evaluate(node, ops)`` evaluates a subtree the loop does not take (numexpr or
+    numpy).  Operands of fewer axes or of extent 1 broadcast (numpy's rules): such an
+    axis is dropped from the operand, which is indexed by the loop's other indices."""
 
-    def __init__(self, ops: list, evaluate: Any) -> None:
+    def __init__(self, ops: list, evaluate: Any, shape: tuple) -> None:
         self.names: dict[int, str] = {}
         self.values: list = []
         self.ops = ops
         self.evaluate = evaluate
+        self.shape = shape
+        self.axes: list = []  # per operand: the loop axes its axes follow
+        self.held: list = []
 
-    def var(self, value: Any, index: str) -> str:
+    def var(self, value: Any) -> str:
+        """The text reading ``value`` at the loop's indices (``i0, i1, ...``)."""
         name = self.names.get(id(value))
         if name is None:
             name = self.names[id(value)] = f"v{len(self.values)}"
+            axes: list = []
+            if isinstance(value, np.ndarray):
+                self.held.append(value)  # (its id stays its own while the kernel is built)
+                value, axes = self._dense(value)
             self.values.append(value)
-        return f"{name}[{index}]" if isinstance(value, np.ndarray) else name
+            self.axes.append(axes)
+        k = int(name[1:])
+        if not isinstance(self.values[k], np.ndarray):
+            return name
+        return f"{name}[{', '.join(f'i{a}' for a in self.axes[k])}]"
 
-    def text(self, node: Any, index: str) -> str:
+    def _dense(self, value: np.ndarray) -> tuple:
+        """``value`` without its broadcast axes (extent 1 where the loop's is not), and
+        the loop axes its remaining ones follow; a 0-d result is a numpy scalar."""
+        d = len(self.shape)
+        shift = d - value.ndim
+        keep = [j for j in range(value.ndim) if value.shape[j] != 1 or self.shape[shift + j] == 1]
+        if not keep:
+            return value.reshape(())[()], []
+        if len(keep) < value.ndim:
+            value = value.reshape([value.shape[j] for j in keep])
+        return value, [shift + j for j in keep]
+
+    def text(self, node: Any) -> str:
         loop = loop_dtypes(node)
         assert loop is not None
         f, args = node.ufunc, node.args
-        if f is np.power:  # ``x ** 2`` is numpy's square: x*x
+        square = f is np.square or (f is np.power and is_two(args[1]))
+        if f is np.power and square:  # ``x ** 2`` is numpy's square: x*x
             args = args[:1]
         parts = []
         for a, d in zip(args, loop):
+            if _is_node(a) and a.value is None and costly(a) and a.shared():
+                a.evaluate()  # computed once, read by each expression holding it
             if _is_node(a) and a.value is None and exact(a):
-                p = self.text(a, index)
+                p = self.text(a)
                 dt = a.dtype
             elif _is_node(a) or isinstance(a, np.ndarray):
                 v = self.evaluate(a, self.ops) if _is_node(a) else a
-                p, dt = self.var(v, index), v.dtype
+                p, dt = self.var(v), v.dtype
             else:  # a scalar, cast to its loop dtype as numpy casts it
-                p, dt = self.var(np.asarray(a).astype(d)[()], index), d
+                p, dt = self.var(np.asarray(a).astype(d)[()]), d
             parts.append(p if dt == d else f"{_cast(d)}({p})")
         self.ops.append(f.__name__)
-        if f is np.power or f is np.square:
+        if square:
             body = f"{parts[0]} * {parts[0]}"
+        elif f is np.power:  # the C library's pow, as numpy's (`libm_pow`)
+            body = f"{parts[0]} ** {parts[1]}"
         elif f in _ARITH:
             body = f"{parts[0]} {_ARITH[f]} {parts[1]}"
         elif f is np.true_divide:
@@ -223,20 +306,170 @@ def _source(text: str, nargs: int, ndim: int, depth: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: numpy's pairwise summation (``pairwise_sum`` of its float loops): ranges of at most
+#: this many elements are summed with eight accumulators, longer ones split in two
+PAIRWISE_BLOCK = 128
+
+
+def _decode(lines: list, pad: str, ndim: int) -> None:
+    """Lines setting ``i0 .. i{ndim-1}`` to the multi-index of flat index ``lo``."""
+    if ndim == 1:
+        lines.append(f"{pad}i0 = lo")
+        return
+    lines.append(f"{pad}rem = lo")
+    for k in range(ndim - 1, 0, -1):
+        lines.append(f"{pad}i{k} = rem % shape[{k}]")
+        lines.append(f"{pad}rem = rem // shape[{k}]")
+    lines.append(f"{pad}i0 = rem")
+
+
+def _step(lines: list, pad: str, ndim: int) -> None:
+    """Lines advancing ``i0 .. i{ndim-1}`` to the next flat index (C order)."""
+    k = ndim - 1
+    lines.append(f"{pad}i{k} += 1")
+    for j in range(k, 0, -1):
+        lines.append(f"{pad}if i{j} == shape[{j}]:")
+        pad += "    "
+        lines.append(f"{pad}i{j} = 0")
+        lines.append(f"{pad}i{j - 1} += 1")
+
+
+def _sum_source(text: str, nargs: int, ndim: int, acc: np.dtype) -> str:
+    """The source of ``kernel(out, shape, length, v0, ...)``: ``out[r]`` the sum of the
+    expression's values at flat indices ``r * length`` to ``(r + 1) * length - 1`` (C
+    order), for every ``r`` below ``out.size``: the whole piece (one row) or its last
+    axis.  Floats follow numpy's pairwise summation exactly (its ``pairwise_sum``:
+    blocks of up to `PAIRWISE_BLOCK` elements with eight accumulators, longer ranges
+    halved at a multiple of 8; the result added to 0), so the sum is numpy's bit for bit
+    on the same values in C order; integers and bools are summed in order, in the
+    accumulator dtype ``acc`` (numpy's wrap-around)."""
+    args = ", ".join(f"v{i}" for i in range(nargs))
+    a = _cast(acc)
+    lines = [f"def kernel(out, shape, length, {args}):"]
+    if acc not in _FLOATS:
+        lines += ["    for r in range(out.shape[0]):", f"        s = {a}(0)",
+                  "        if length:", "            lo = r * length"]  # fmt: skip
+        _decode(lines, "            ", ndim)
+        lines += [
+            "            for t in range(length):",
+            f"                s = {a}(s + {a}({text}))",
+        ]
+        _step(lines, "                ", ndim)
+        lines.append("        out[r] = s")
+        return "\n".join(lines) + "\n"
+    b = PAIRWISE_BLOCK
+    lines += [
+        f"    buf = np.empty({b}, np.{acc.name})",
+        f"    acc = np.empty(8, np.{acc.name})",
+        "    stlo = np.empty(64, np.int64)",
+        "    stn = np.empty(64, np.int64)",
+        "    sts = np.empty(64, np.int64)",
+        f"    vals = np.empty(64, np.{acc.name})",
+        "    for r in range(out.shape[0]):",
+        "        top = 0",
+        "        nv = 0",
+        "        stlo[0] = r * length",
+        "        stn[0] = length",
+        "        sts[0] = 0",
+        "        while top >= 0:",
+        "            lo = stlo[top]",
+        "            n = stn[top]",
+        f"            if n <= {b}:",
+    ]
+    pad = "                "
+    last = ndim - 1
+    _decode(lines, pad, ndim)
+    # a block inside one run of the last axis: its values computed as they are summed
+    lines += [f"{pad}if i{last} + n <= shape[{last}]:", f"{pad}    c = i{last}"]
+    _block(lines, pad + "    ", a, lambda t: [f"i{last} = c + {t}"], text)
+    # a block across runs (a whole-piece sum): its values gathered first
+    lines += [f"{pad}else:", f"{pad}    for t in range(n):", f"{pad}        buf[t] = {text}"]
+    _step(lines, pad + "        ", ndim)
+    _block(lines, pad + "    ", a, lambda t: [], f"buf[{'{t}'}]")
+    lines += [
+        f"{pad}vals[nv] = s",
+        f"{pad}nv += 1",
+        f"{pad}top -= 1",
+        "            else:",
+        "                n2 = n // 2",
+        "                n2 -= n2 % 8",
+        "                if sts[top] == 0:",
+        "                    sts[top] = 1",
+        "                    top += 1",
+        "                    stlo[top] = lo",
+        "                    stn[top] = n2",
+        "                    sts[top] = 0",
+        "                elif sts[top] == 1:",
+        "                    sts[top] = 2",
+        "                    top += 1",
+        "                    stlo[top] = lo + n2",
+        "                    stn[top] = n - n2",
+        "                    sts[top] = 0",
+        "                else:",
+        "                    nv -= 1",
+        f"                    vals[nv - 1] = {a}(vals[nv - 1] + vals[nv])",
+        "                    top -= 1",
+        f"        out[r] = {a}({a}(0) + vals[0])",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _block(lines: list, pad: str, a: str, at: Any, value: str) -> None:
+    """Lines setting ``s`` to numpy's sum of one block of ``n`` values (at most
+    `PAIRWISE_BLOCK`): below 8 in order from 0; else eight accumulators over the
+    multiples of 8, combined pairwise, then the rest in order.  ``at(t)``: the lines
+    placing the loop at value ``t``; ``value``: the value's text (``{t}`` replaced)."""
+
+    def get(t: str) -> list:
+        return [*at(t), value.replace("{t}", t)]
+
+    def assign(p: str, t: str, target: str, add: str) -> None:
+        *moves, v = get(t)
+        lines.extend(p + m for m in moves)
+        lines.append(f"{p}{target} = {a}({add}{v})" if add else f"{p}{target} = {v}")
+
+    lines += [f"{pad}if n < 8:", f"{pad}    s = {a}(0)", f"{pad}    for t in range(n):"]
+    assign(pad + "        ", "t", "s", "s + ")
+    lines += [f"{pad}else:", f"{pad}    for j in range(8):"]
+    assign(pad + "        ", "j", "acc[j]", "")
+    lines += [f"{pad}    t = 8", f"{pad}    m = n - n % 8", f"{pad}    while t < m:",
+              f"{pad}        for j in range(8):"]  # fmt: skip
+    assign(pad + "            ", "t + j", "acc[j]", "acc[j] + ")
+    lines += [
+        f"{pad}        t += 8",
+        f"{pad}    s = {a}({a}({a}(acc[0] + acc[1]) + {a}(acc[2] + acc[3]))"
+        f" + {a}({a}(acc[4] + acc[5]) + {a}(acc[6] + acc[7])))",
+        f"{pad}    while t < n:",
+    ]
+    assign(pad + "        ", "t", "s", "s + ")
+    lines.append(f"{pad}        t += 1")
+
+
+def compile_sum(text: str, nargs: int, ndim: int, acc: np.dtype) -> Any:
+    """The compiled ``kernel(out, shape, length, *operands)`` of `_sum_source` (cached;
+    None without numba)."""
+    return _compile(("sum", text, ndim, acc), lambda: _sum_source(text, nargs, ndim, acc))
+
+
 def compile_kernel(text: str, nargs: int, ndim: int, depth: int | None) -> Any:
     """The compiled kernel ``kernel(out, buf, shape, *operands)`` (cached; None without
     numba).  Pass the operands through `c_typed`."""
-    key = (text, ndim, depth)
+    return _compile((text, ndim, depth), lambda: _source(text, nargs, ndim, depth))
+
+
+def _compile(key: tuple, source: Any) -> Any:
+    """The numba dispatcher of the generated ``source()`` (cached under ``key``; on disk
+    where `cache_dir` allows); None without numba."""
     kernel = _KERNELS.get(key)
     if kernel is None:
         nb = _numba()
         if not nb:  # pragma: no cover - the fusion extra is not installed
             return None
-        source = _source(text, nargs, ndim, depth)
-        fn, cache = _on_disk(source)
+        text = source()
+        fn, cache = _on_disk(text)
         if fn is None:
             env: dict = {"np": np}
-            exec(source, env)  # noqa: S102 - our own generated loop
+            exec(text, env)  # noqa: S102 - our own generated loop
             fn = env["kernel"]
         kernel = nb.njit(error_model="numpy", nogil=True, cache=cache)(fn)
         _KERNELS[key] = kernel

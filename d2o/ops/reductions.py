@@ -32,6 +32,7 @@ import numpy as np
 
 from ..array.align import align
 from ..array.base import Array as D2O
+from ..array.base import expression
 from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.errors import (
@@ -54,6 +55,7 @@ from ..layouts.distributors import (
 )
 from ..layouts.mesh import is_mesh, reduced_layout, subcomm
 from ..move.redistribution import redistribute
+from . import fused as _fused
 
 __all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE", "agreed_max"]
 
@@ -220,8 +222,10 @@ def reduce(
         uf = _SIMPLE.get(name)
         if uf is not None:
             d = obj.distributor
-            if (d.replicated or d.comm.size == 1) and type(obj.data) is np.ndarray:
-                res = uf.reduce(obj.data, axis=None)
+            if (d.replicated or d.comm.size == 1) and (
+                expression(obj) is not None or type(obj.data) is np.ndarray
+            ):
+                res = _piece(obj, name, uf.reduce, None, False, {})
                 return res if isinstance(res, np.generic) else np.asarray(res)[()]
             if not (d.replicated or d.comm.size == 1 or obj.dtype.hasobject):
                 fn, combine, fill, _ = REDUCTIONS[name]
@@ -235,7 +239,7 @@ def reduce(
     if dtype is not None and not takes_dtype:
         raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
     if d.replicated or d.comm.size == 1:
-        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        res = _piece(obj, name, fn, axis, keepdims, kwargs)
         if np.ndim(res) == 0:
             return np.asarray(res)[()]
         axes = norm_axes(axis, d.ndim)
@@ -252,18 +256,32 @@ def reduce(
     if is_mesh(d):
         return _mesh_reduce(obj, fn, combine, fill, rdtype, axes, keepdims, kwargs)
     if d.axis not in axes:
-        res = fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
+        res = _piece(obj, name, fn, axis, keepdims, kwargs)
         gshape = reduced_shape(d.global_shape, axes, keepdims)
         return _from_local(res, kept_layout(d, gshape, axes, keepdims))
-    pshape = reduced_shape(obj.data.shape, axes, True)
-    if obj.data.shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
+    pshape = reduced_shape(obj.local_shape, axes, True)
+    if obj.local_shape[d.axis] == 0 and fill is not None and "initial" not in kwargs:
         partial = np.full(pshape, fill(rdtype), dtype=rdtype)
     else:
-        partial = np.asarray(fn(obj.data, axis=axes, keepdims=True, **kwargs))
+        partial = np.asarray(_piece(obj, name, fn, axes, True, kwargs))
     total = combine_partials(partial, combine, d)
     if not keepdims:
         total = total.reshape(tuple(n for i, n in enumerate(pshape) if i not in axes))
     return wrap_result(total, get_distributor("not", total.shape, d.comm))
+
+
+def _piece(obj: D2O, name: str, fn: Callable, axis: Any, keepdims: bool, kwargs: dict) -> Any:
+    """``fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)``: this rank's part of the
+    reduction ``name``; a sum of a deferred expression (the ``lazy`` option) fused with
+    it where it can (`d2o.ops.fused.reduce_sum`: one pass, the expression never
+    stored).  Local."""
+    expr = expression(obj)
+    if expr is not None and name == "sum" and not kwargs:
+        axes = norm_axes(axis, expr.ndim)
+        res = _fused.reduce_sum(expr, axes)
+        if res is not None:
+            return res.reshape(reduced_shape(expr.shape, axes, True)) if keepdims else res
+    return fn(obj.data, axis=axis, keepdims=keepdims, **kwargs)
 
 
 def _full_reduce(
@@ -288,13 +306,12 @@ def _full_reduce(
                 _FULL[key] = (rdtype, code)
         else:
             rdtype, code = hit
-        data = obj.data
-        if data.size == 0 and fill is not None and "initial" not in kwargs:
+        if math.prod(obj.local_shape) == 0 and fill is not None and "initial" not in kwargs:
             val = fill(rdtype)
-        elif not kwargs and name in _SIMPLE:
-            val = _SIMPLE[name].reduce(data, axis=None)  # np.sum etc. minus their wrappers
+        elif not kwargs and name in _SIMPLE:  # np.sum etc. minus their wrappers
+            val = _piece(obj, name, _SIMPLE[name].reduce, None, False, kwargs)
         else:
-            val = fn(data, axis=None, **kwargs)
+            val = fn(obj.data, axis=None, **kwargs)
         # replicas of a mesh hold the same elements: only one of each set counts
         if not is_mesh(d) or d.source(d.comm.rank) is not None:
             put_value(rec, val, rdtype, code)

@@ -85,7 +85,9 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
                         t.records.append(rec)
         if res is not None:
             return res
-    if op.kind != "view" and op not in _READ:  # (views, getitem and evaluate only read)
+    # views, getitem, evaluate and reductions only read: what is pending stays so (a sum
+    # fuses with its producer, `d2o.ops.reductions`)
+    if op.kind != "view" and op not in _READ and not _reads(op, args, kwargs):
         _deferred.flush()
     if not op.traced:  # flagged only for the flush: runs as with no mode on
         return op.fn(*args, **kwargs)
@@ -110,6 +112,22 @@ def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
     return True if not kwargs and _deferred.assign(*args) else None
 
 
+def _reads(op: Operation, args: tuple, kwargs: dict) -> bool:
+    """True for a reduction given no array but the one it reduces (a method or function
+    of kind "reduction", a ufunc's ``reduce``) and for the ``@`` operator: they write
+    into no array's memory (an array elsewhere among a reduction's arguments may be
+    ``out``), so the pending expressions need not be evaluated before them."""
+    if op in _PRODUCTS:
+        return True
+    if op.kind == "reduction":
+        rest = args[1:]
+    elif op is _UFUNC and len(args) > 3 and args[2] == "reduce":
+        rest = args[4:]
+    else:
+        return False
+    return not any(isinstance(a, (_Array, _np.ndarray)) for a in (*rest, *kwargs.values()))
+
+
 def _roles() -> dict:
     """The operations `_lazy` defers: operation -> (role, ufunc or None)."""
     roles: dict = {}
@@ -127,6 +145,8 @@ def _roles() -> dict:
 
 _ROLES = _roles()
 _READ = {operation_of(_Array.__getitem__), operation_of(_deferred.evaluate)}
+_UFUNC = operation_of(_Array.__array_ufunc__)
+_PRODUCTS = {operation_of(_Array.__matmul__), operation_of(_Array.__rmatmul__)}
 
 
 def body(op: Operation, args: tuple, kwargs: dict) -> Any:
