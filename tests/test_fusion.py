@@ -16,13 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import d2o
+from d2o.move import halo
 from d2o.ops import deferred, fused, loops
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 
 @pytest.fixture(autouse=True)
 def lazy():
-    with d2o.options(lazy=True):
+    with d2o.options(lazy=True, lazy_min=0):
         yield
 
 
@@ -773,3 +774,37 @@ def test_costly_shared_node_evaluated_once(numba_engine):
     assert_equal_to_numpy(inv, invn)
     collective_assert(np.isclose(p1, (dn * invn).sum()) and np.isclose(p2, (dn * dn * invn).sum()),
                       f"{p1} {p2}")  # fmt: skip
+
+
+def test_halo_exchange_overlaps_the_interior(monkeypatch):
+    """A stencil into another array on several ranks: the boundary rows' exchange is
+    posted when the expression is recorded and waited for only after the interior's
+    kernel ran (then the boundary rows' kernels); numpy's result."""
+    events: list = []
+    real_wait, real_evaluate = halo.Parts.wait, fused._evaluate
+
+    def wait(self):
+        if self.requests:
+            events.append("wait")
+        real_wait(self)
+
+    def evaluate(node, ops, out=None):
+        events.append(("kernel", node.shape))
+        return real_evaluate(node, ops, out)
+
+    monkeypatch.setattr(halo.Parts, "wait", wait)
+    monkeypatch.setattr(fused, "_evaluate", evaluate)
+    n = 40
+    a = sample((n, n), "float64")
+    u, new = make(a, "equal"), make(np.zeros((n, n)), "equal")
+    new[1:-1, 1:-1] = _stencil(u)
+    monkeypatch.undo()
+    ref = np.zeros((n, n))
+    ref[1:-1, 1:-1] = _stencil(a)
+    assert_equal_to_numpy(new, ref)
+    comm = d2o.default_comm()
+    if comm.size > 1:
+        first_wait = events.index("wait") if "wait" in events else len(events)
+        kernels = [e for e in events[:first_wait] if e != "wait"]
+        big = max(e[1][0] for e in events if e != "wait")
+        collective_assert(any(k[1][0] == big for k in kernels) and "wait" in events, events)

@@ -688,7 +688,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    @marked(held="native", calls=_ufuncs.array_ufunc)
+    @marked(held="native", defers=True, calls=_ufuncs.array_ufunc)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)

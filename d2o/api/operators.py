@@ -74,7 +74,7 @@ def _declared(name: str, plain: Callable) -> Operation:
     meshes and 0-d views; the method tests its flag itself, so that no trampoline holds
     a reference to the operands (temporaries are reused by their reference counts)."""
     return declare_op(plain, name, ("c", __name__, "Operators", name), kind="elementwise",
-                      mesh=True, held="native")  # fmt: skip
+                      mesh=True, held="native", defers=True)  # fmt: skip
 
 
 def _make_binary(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:

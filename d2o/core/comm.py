@@ -348,6 +348,28 @@ class Comm:
             sent = sum(buf.nbytes for _, buf in sends)
             _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2, len(sends))
 
+    def Sendrecv_start(self, sends: list, recvs: list) -> list:
+        """Point-to-point, non-blocking: post what `Sendrecv_many` sends and receives and
+        return its requests, for `Sendrecv_wait` (the caller computes meanwhile).  Every
+        pair must name each other alike, and each rank post its exchanges in one order."""
+        if before_call[0] is not None:  # controller mode on rank 0
+            before_call[0]()
+        if pending_check[0] is not None:
+            pending_check[0].flush()
+        self.calls += 1
+        tag = _P2P_TAG
+        reqs = [self.mpi.Irecv([buf, MPI.BYTE], source=p, tag=tag) for p, buf in recvs]
+        reqs += [self.mpi.Isend([buf, MPI.BYTE], dest=p, tag=tag) for p, buf in sends]
+        if _tr.active:
+            sent = sum(buf.nbytes for _, buf in sends)
+            _tr.note("Sendrecv", sent, sum(buf.nbytes for _, buf in recvs), 2, len(sends))
+        return reqs
+
+    def Sendrecv_wait(self, reqs: list) -> None:
+        """Wait for the requests `Sendrecv_start` returned (local: only the peers named
+        there take part)."""
+        MPI.Request.Waitall(reqs)
+
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""
         if before_call[0] is not None:  # controller mode on rank 0
@@ -418,8 +440,8 @@ wait_points = frozenset(
     getattr(Comm, name).__code__
     for name in (
         "allreduce", "any_flag", "allgather", "bcast", "barrier", "Allgather", "Allgatherv",
-        "Allreduce", "Bcast", "wait", "Alltoallw", "Alltoallv", "Sendrecv_many", "send", "recv",
-        "Split",
+        "Allreduce", "Bcast", "wait", "Alltoallw", "Alltoallv", "Sendrecv_many", "Sendrecv_wait",
+        "send", "recv", "Split",
     )
 )  # fmt: skip
 

@@ -11,7 +11,10 @@ Environment (read at import):
 ``D2O_CHECK_ARGS=1``     start with the ``check_args`` option on.
 ``D2O_HANG_TIMEOUT``     the initial ``hang_timeout`` in seconds (0 or ``off``: none).
 ``D2O_ABORT_ON_ERROR=0`` start with the ``abort_on_error`` option off.
-``D2O_LAZY=1``           start with the ``lazy`` option on (deferred element-wise work).
+``D2O_LAZY``             ``0``: start with the ``lazy`` option off; ``1``: on, with
+                         ``lazy_min`` 0 (every element-wise call deferred: how the test
+                         suites run lazily).  Unset: on, ``lazy_min`` its default.
+``D2O_LAZY_MIN``         the initial ``lazy_min`` (elements).
 
 Options (`set_options`, `options`) are settings of the calling process only:
 setting them communicates nothing.  ``gather`` may differ between ranks (where
@@ -58,7 +61,11 @@ _VALID: dict[str, tuple] = {
     "hang_timeout": (),
     "abort_on_error": (True, False),
     "lazy": (True, False),
+    "lazy_min": (),
 }
+#: The default ``lazy_min`` (elements): below it recording and evaluating an expression
+#: costs more than the temporaries fusion saves (benchmarks/bench_fusion.py)
+LAZY_MIN = 1 << 16
 #: The default ``hang_timeout`` (seconds): generous, since a legitimate program may keep
 #: the other ranks waiting while one rank computes alone.
 HANG_TIMEOUT = 1800.0
@@ -70,7 +77,8 @@ OPTIONS: dict[str, Any] = {
     "replicate_below": 0,
     "hang_timeout": HANG_TIMEOUT,
     "abort_on_error": True,
-    "lazy": False,
+    "lazy": True,
+    "lazy_min": LAZY_MIN,
 }
 _SIZES = ("fallback_limit", "replicate_below")
 
@@ -91,6 +99,12 @@ def _check(name: str, value: Any) -> None:
         return
     if name == "hang_timeout":
         _check_timeout(value)
+        return
+    if name == "lazy_min":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"option 'lazy_min' takes a number of elements (an int); got {value!r}")
+        if value < 0:
+            raise ValueError(f"option 'lazy_min' must be >= 0; got {value}")
         return
     if not isinstance(value, str):
         raise TypeError(f"option {name!r} takes a string, one of {allowed}; got {value!r}")
@@ -167,11 +181,15 @@ def set_options(**kwargs: Any) -> None:
         than one process, an exception that escapes the script on any rank prints
         that rank's traceback and aborts the whole job (``MPI_Abort``).
     lazy : bool
-        False (default; ``D2O_LAZY=1`` turns it on): element-wise operations run at
-        once.  True: operators and ufuncs of arrays (and scalars) record an expression
-        instead, evaluated as one fused kernel over the local piece when something
-        reads it (`d2o.ops.deferred`; ``d2o.evaluate`` forces explicitly).  Set it on
-        every rank alike.
+        True (default; ``D2O_LAZY=0`` turns it off): operators and ufuncs of arrays of
+        at least ``lazy_min`` elements (and scalars) record an expression, evaluated as
+        one fused kernel over the local piece when something reads it
+        (`d2o.ops.deferred`; ``d2o.evaluate`` forces explicitly).  False: element-wise
+        operations run at once.  Set it on every rank alike.
+    lazy_min : int
+        Elements (global; default 65536): with ``lazy`` on, element-wise calls whose
+        result is smaller run at once (recording costs more than fusion saves there).
+        0 defers every call.  Set it on every rank alike.
 
     Notes
     -----
@@ -230,7 +248,14 @@ OPTIONS["abort_on_error"] = os.environ.get("D2O_ABORT_ON_ERROR", "1").strip().lo
     "no",
     "off",
 )
-OPTIONS["lazy"] = os.environ.get("D2O_LAZY", "0").strip().lower() in ("1", "true", "yes", "on")
+_env_lazy = os.environ.get("D2O_LAZY", "").strip().lower()
+if _env_lazy:
+    OPTIONS["lazy"] = _env_lazy in ("1", "true", "yes", "on")
+    if OPTIONS["lazy"]:
+        OPTIONS["lazy_min"] = 0
+_env_lazy_min = os.environ.get("D2O_LAZY_MIN")
+if _env_lazy_min:
+    OPTIONS["lazy_min"] = int(_env_lazy_min)
 _env_timeout = os.environ.get("D2O_HANG_TIMEOUT")
 if _env_timeout:
     OPTIONS["hang_timeout"] = _timeout_from_env(_env_timeout)

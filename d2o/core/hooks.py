@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
-           "use_mesh", "use_held", "drop_held"]  # fmt: skip
+           "pending", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -29,8 +29,11 @@ held_in_use = [0]
 _SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
 
 #: The events: "modes" (check_args changed, a trace entered or left), "mesh" (the first
-#: mesh layout), "held" (the first 0-d view), "registered" (public operations declared).
-EVENTS = ("modes", "mesh", "held", "registered")
+#: mesh layout), "held" (the first 0-d view), "registered" (public operations declared),
+#: "pending" (the ``lazy`` option's first expression recorded, or its last evaluated).
+EVENTS = ("modes", "mesh", "held", "registered", "pending")
+#: True while a deferred expression is pending (`d2o.ops.deferred`).
+pending = [False]
 
 
 def subscribe(event: str, callback: Callable[[], None]) -> None:

@@ -57,6 +57,10 @@ class Operation:
     held : str or None
         ``'native'``: takes 0-d views itself; ``'local'``: never meets one; None: runs
         on the replicated copy of its 0-d view operands once a 0-d view exists.
+    defers : bool
+        True for the element-wise calls the ``lazy`` option records (operators,
+        ``__array_ufunc__``, ``__setitem__``): flagged while ``lazy`` is on even when
+        nothing is pending.
     traced : bool
         False for operations only controller mode needs to see (properties that make
         arrays, random numbers, layouts, options); a trace records their inner calls.
@@ -72,18 +76,20 @@ class Operation:
         by the operations of the same facts, `CELLS`).
     """
 
-    __slots__ = ("name", "kind", "communicates", "mesh", "held", "traced", "namer", "fn",
-                 "key", "on")  # fmt: skip
+    __slots__ = ("name", "kind", "communicates", "mesh", "held", "traced", "defers", "namer",
+                 "fn", "key", "on")  # fmt: skip
 
     def __init__(self, name: str, fn: Callable, key: tuple, *, kind: str = "other",
                  communicates: bool = True, mesh: bool = False, held: str | None = None,
-                 traced: bool = True, namer: Callable | None = None) -> None:  # fmt: skip
+                 traced: bool = True, defers: bool = False,
+                 namer: Callable | None = None) -> None:  # fmt: skip
         if kind not in KINDS:
             raise ValueError(f"unknown kind of operation {kind!r}")
         self.name, self.fn, self.key, self.kind = name, fn, key, kind
         self.communicates, self.mesh, self.held, self.traced = communicates, mesh, held, traced
+        self.defers = defers
         self.namer = namer
-        self.on = CELLS.setdefault((traced, mesh, held), [False])
+        self.on = CELLS.setdefault((traced, mesh, held, defers), [False])
 
     def __repr__(self) -> str:
         return f"<d2o operation {self.name} ({self.kind})>"
@@ -235,10 +241,11 @@ def declare(fn: Callable, name: str, key: tuple, calls: Any = (), **facts: Any) 
                        calls if isinstance(calls, tuple) else (calls,))  # fmt: skip
 
 
-def cell(*, traced: bool = True, mesh: bool = False, held: str | None = None) -> list:
+def cell(*, traced: bool = True, mesh: bool = False, held: str | None = None,
+         defers: bool = False) -> list:  # fmt: skip
     """The flag cell of the operations of these facts (`CELLS`): what a method that tests
     its flag itself (``marked(inline=...)``) tests."""
-    return CELLS.setdefault((traced, mesh, held), [False])
+    return CELLS.setdefault((traced, mesh, held, defers), [False])
 
 
 def run_flagged(method: Callable, args: tuple, kwargs: dict) -> Any:

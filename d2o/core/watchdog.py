@@ -72,6 +72,7 @@ _MPI_NAMES = {
     "Alltoallw": "Alltoallw",
     "Alltoallv": "Alltoallv",
     "Sendrecv_many": "Isend/Irecv + Waitall",
+    "Sendrecv_wait": "Waitall",
     "send": "send",
     "recv": "recv",
     "Split": "Comm_split",

@@ -16,6 +16,7 @@ and receives only the rows it lacks; nothing at all where the pieces already lin
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,12 +30,35 @@ class Parts:
     holds a ``(lo, hi)`` pair per axis in the wanted box's coordinates (from 0 to
     ``shape``); the piece held here is a view of the operand, the others were received."""
 
-    __slots__ = ("pieces", "shape", "own")
+    __slots__ = ("pieces", "shape", "own", "requests", "comm", "sent")
 
     def __init__(self, pieces: list, shape: tuple, own: int) -> None:
         self.pieces = pieces
         self.shape = shape
         self.own = own  # the index of the piece held here (a view), -1 for none
+        self.requests: list | None = None  # received pieces still arriving (`rows_for`)
+        self.comm: Any = None
+        self.sent: list = []
+
+    def wait(self) -> None:
+        """Complete the exchange of pieces still arriving (`rows_for` with ``start``);
+        local (the neighbours named there take part)."""
+        if self.requests:
+            reqs, self.requests = self.requests, None
+            self.comm.Sendrecv_wait(reqs)
+            self.sent = []
+
+    def held(self, ranges: dict) -> bool:
+        """True when ``{axis: (lo, hi)}`` lies inside the piece held here (readable before
+        `wait`)."""
+        if self.own < 0:
+            return False
+        box = self.pieces[self.own][0]
+        return all(box[a][0] <= lo and hi <= box[a][1] for a, (lo, hi) in ranges.items())
+
+    def __del__(self) -> None:  # an exchange nobody read still completes (MPI's rules)
+        if self.requests:
+            self.wait()
 
     def cuts(self, axis: int) -> set:
         """The piece boundaries along ``axis``."""
@@ -69,11 +93,15 @@ def slab_rows(d: Distributor) -> bool:
     return type(d) is SlabDistributor and d.comm.size > 1
 
 
-def rows_for(data: np.ndarray, d: Distributor, want: Sequence[tuple[int, int]]) -> Parts:
+def rows_for(data: np.ndarray, d: Distributor, want: Sequence[tuple[int, int]],
+             start: bool = False) -> Parts:  # fmt: skip
     """Collective over ``d.comm``: rows ``want[rank]`` of ``d``'s split axis for every
     rank, from the pieces ``data`` of slab layout ``d``; this rank's rows as `Parts`.
 
-    Sends rank ``q`` only the rows of this rank's slab inside ``want[q]``."""
+    Sends rank ``q`` only the rows of this rank's slab inside ``want[q]``.  ``start``:
+    the exchange is only posted (non-blocking); the received pieces are readable after
+    ``Parts.wait``, the piece held here at once (a fused kernel computes the interior
+    meanwhile, `d2o.ops.fused`)."""
     comm, k, hb = d.comm, d.axis, d.bounds()
     assert k is not None
     me = comm.rank
@@ -106,9 +134,13 @@ def rows_for(data: np.ndarray, d: Distributor, want: Sequence[tuple[int, int]]) 
     shape[k] = max(w1 - w0, 0)
     if not pieces:  # nothing wanted here: one empty piece keeps the dtype and shape
         pieces.append((tuple((0, n) for n in shape), np.empty(shape, dtype=data.dtype)))
-    if sends or recvs:
+    parts = Parts(pieces, tuple(shape), own)
+    if (sends or recvs) and start:
+        parts.requests, parts.comm = comm.Sendrecv_start(sends, recvs), comm
+        parts.sent = sends  # (the sent copies live until the wait)
+    elif sends or recvs:
         comm.Sendrecv_many(sends, recvs)
-    return Parts(pieces, tuple(shape), own)
+    return parts
 
 
 def _meet(a: tuple | None, b: tuple | None) -> tuple | None:

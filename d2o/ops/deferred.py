@@ -1,41 +1,55 @@
 """Deferred element-wise work (the ``lazy`` option): expressions recorded, evaluated fused.
 
-With ``d2o.set_options(lazy=True)`` (or ``D2O_LAZY=1``) the runtime
-(`d2o.runtime.funnel`) hands the outermost operator and ufunc calls to `record`:
-instead of computing, it returns a *deferred array*, a `d2o.distributed_data_object`
-whose ``data`` slot is unset and whose ``_expr`` is a `Node` of the expression
-(operands: other nodes, this rank's pieces of the leaf arrays, scalars).  Nothing is
-computed and nothing moves where the d2o operands share one layout.  Shifted views on
-several ranks (slabs along one axis cut differently, as in a stencil) are recorded too:
-the expression takes the layout of the operands' mean bounds (`_shifted_layout`: the
-centre view's, which is the target of ``u[1:-1, 1:-1] = ...``), each other operand's
-boundary rows come from its neighbours when the operation is recorded (point to point,
+The ``lazy`` option is on by default (``d2o.set_options(lazy=False)`` or ``D2O_LAZY=0``
+turns it off): the runtime (`d2o.runtime.funnel`) hands the outermost operator and ufunc
+calls to `record`, which returns a *deferred array* where the result has at least
+``lazy_min`` elements (global; smaller calls run at once, where recording costs more
+than fusion saves): a `d2o.distributed_data_object` whose ``data`` slot is unset and
+whose ``_expr`` is a `Node` of the expression (operands: other nodes, this rank's
+pieces of the leaf arrays, scalars).  Its ``dtype`` and ``local_shape`` are known
+without evaluating it.  Nothing is computed and nothing moves where the d2o operands
+share one layout.  Operands of other shapes (broadcasting: a row against a matrix,
+``x[np.newaxis, :] - x[:, np.newaxis]``) are aligned to the result's layout when the
+operation is recorded, as the eager call aligns them (`d2o.array.align.align`: a
+gather of a distributed row, for instance).  Shifted views on several ranks (slabs
+along one axis cut differently, as in a stencil) are recorded too: the expression
+takes the layout of the operands' mean bounds (`_shifted_layout`: the centre view's,
+which is the target of ``u[1:-1, 1:-1] = ...``), each other operand's boundary rows
+come from its neighbours when the operation is recorded (point to point,
 `d2o.move.halo.rows_for`), and the fused kernel runs segment by segment (interior,
 then boundary rows; `d2o.ops.fused`).
 
 Forcing.  The first read of a deferred array's ``data`` (its class's ``__getattr__``,
-`d2o.api.deferred`: the one choke point through which every operation reaches a piece) evaluates its tree with
-`d2o.ops.fused.run`: one fused kernel, locally.  Besides, before any other public
-operation the runtime evaluates every pending array (`flush`): an operation that writes
-into a leaf's memory can therefore never change what a pending expression reads.
+`d2o.api.deferred`: the one choke point through which every operation reaches a piece)
+evaluates its tree with `d2o.ops.fused.run`: one fused kernel, locally.  While anything
+is pending the runtime flags every operation, and before any that may write into an
+array's memory it evaluates every pending array (`flush`): such an operation can
+therefore never change what a pending expression reads.  Reductions without ``out=``
+and the ``@`` operator only read: before them nothing is evaluated, and a sum of a
+deferred expression runs fused with it, the expression never stored
+(`d2o.ops.fused.reduce_sum`: ``((a - b) ** 2).sum()``, Monte Carlo pi's count, Jacobi's
+``add.reduce(A * h, 1)`` in one pass each).  A costly node (a power, a library
+function) that several expressions read is evaluated once and kept (`Node.shared`).
 Assignments write the expression straight into the target (`assign`, `inplace`), after
 evaluating only the pending arrays that read the target's memory.  A temporary right
 side (nothing but the statement holds it) that reads the target itself, as in
 ``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``, is written in one pass where a
 compiled loop can hold the rows still to be read (`d2o.ops.loops`); an expression whose
 leaves overlap the target otherwise is computed into a temporary first (numpy's
-semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to
-`LIMIT` nodes at most (its operands are evaluated first); ``d2o.evaluate`` forces
-explicitly; turning ``lazy`` off evaluates everything pending.
+semantics: ``a[1:] = a[:-1] + 1``, ``a += a[::-1]``).  A tree grows to `LIMIT` nodes at
+most (its operands are evaluated first); ``d2o.evaluate`` forces explicitly; turning
+``lazy`` off evaluates everything pending.
 
-Not deferred (they run eagerly, as with ``lazy`` off): ``out=``, ``where=`` and other
-keywords, ufunc methods (``reduce``, ...), operands that are not d2o arrays or
-scalars, d2o operands whose shapes differ (broadcasting) or whose layouts differ
-otherwise than shifted slabs (whole arrays, none a view, cut differently: the first
-operand's layout, as eager operations give), 0-d views, operations on process meshes without a mesh algorithm,
-inner calls of other operations, and controller mode.  Known limits: reading ``dtype`` or ``local_shape`` of a deferred
-array evaluates it; a numpy array obtained earlier with ``get_local_data(copy=False)``
-and written into by numpy while an expression reading it is pending is not seen.
+Not deferred (they run eagerly, as with ``lazy`` off): results below ``lazy_min``
+elements, ``out=``, ``where=`` and other keywords, ufunc methods (``reduce``, ...),
+operands that are not d2o arrays or scalars, broadcast operands on process meshes or
+that would arrive as boundary rows (shifted slabs of another shape), d2o operands whose
+layouts differ otherwise than shifted slabs (whole arrays, none a view, cut
+differently: the first operand's layout, as eager operations give), 0-d views,
+operations on process meshes without a mesh algorithm, inner calls of other
+operations, and controller mode.  Known limit: a numpy array obtained earlier with
+``get_local_data(copy=False)`` and written into by numpy while an expression reading
+it is pending is not seen.
 """
 
 from __future__ import annotations
@@ -50,6 +64,8 @@ import numpy as np
 from ..array.align import SCALARS, align, result_layout
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
+from ..core import hooks
+from ..core.config import OPTIONS
 from ..core.errors import defer
 from ..core.registry import operation
 from ..layouts.distributors import HeldScalar, SlabDistributor, get_distributor, slab_distributor
@@ -120,7 +136,7 @@ class Node:
         """Evaluate and make it ``array``'s piece (the first read of ``array.data``)."""
         value = self.evaluate()
         settle(array, value)
-        PENDING.pop(id(array), None)
+        _forget(id(array))
         return value
 
     def leaves(self) -> list:
@@ -147,7 +163,7 @@ class _Ref(weakref.ref):
 
 def _gone(ref: Any) -> None:  # a pending array was dropped unevaluated
     if PENDING.get(ref.key) is ref:
-        del PENDING[ref.key]
+        _forget(ref.key)
 
 
 def pending(x: Any) -> bool:
@@ -162,7 +178,7 @@ def _force(x: Any) -> None:
         settle(x, x._expr.evaluate())
     else:
         settle(x)
-    PENDING.pop(id(x), None)
+    _forget(id(x))
 
 
 def flush(target: np.ndarray | None = None, keep: Any = None) -> None:
@@ -181,7 +197,19 @@ def _register(node: Node, d: Any) -> Any:
     ref = PENDING[id(x)] = _Ref(x, _gone)
     ref.key = id(x)
     node.owner = ref
+    if not hooks.pending[0]:  # the first pending expression: every call flagged
+        hooks.pending[0] = True
+        hooks.fire("pending")
     return x
+
+
+def _forget(key: int) -> None:
+    """Drop ``key`` from `PENDING`; after the last one, the runtime flags the element-wise
+    calls alone again (`d2o.core.hooks` event "pending")."""
+    PENDING.pop(key, None)
+    if not PENDING and hooks.pending[0]:
+        hooks.pending[0] = False
+        hooks.fire("pending")
 
 
 def _operand(x: Any) -> Any:
@@ -221,6 +249,9 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
             shape = np.broadcast_shapes(*(x.shape for x in arrays))
         except ValueError:
             return None  # (the eager call raises numpy's error on every rank)
+    if math.prod(shape) < OPTIONS["lazy_min"]:
+        return None  # small: at once (the global size: every rank decides alike)
+    if broadcast:
         target = result_layout(arrays, shape)
         if not all(_whole(x, target) for x in arrays):
             return None
@@ -306,7 +337,8 @@ def _aligned(x: Any, target: Any) -> Any:
     if d is target:
         return _operand(x)
     tb = target.bounds()
-    return rows_for(x.data, d, [(tb[r], tb[r + 1]) for r in range(d.comm.size)])
+    # posted only: the kernel computes the interior while the boundary rows arrive
+    return rows_for(x.data, d, [(tb[r], tb[r + 1]) for r in range(d.comm.size)], start=True)
 
 
 def _write(out: np.ndarray, value: Any, keep: Any = None) -> None:
@@ -345,7 +377,7 @@ def inplace(self: Any, other: Any, ufunc: np.ufunc, call: Any = None) -> Any:
 def _drop(x: Any) -> None:
     if x is not None and pending(x):
         del x._expr
-        PENDING.pop(id(x), None)
+        _forget(id(x))
     return None
 
 
@@ -382,7 +414,7 @@ def assign(self: Any, key: Any, value: Any) -> bool:
         out = view.data
         _write(out, value, keep=value)
         settle(value, out)
-        PENDING.pop(id(value), None)
+        _forget(id(value))
         return True
     _write(view.data, value)
     return True

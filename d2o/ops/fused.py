@@ -337,12 +337,16 @@ def _cut(node: Any, axis: int, lo: int, hi: int | None) -> Any:
 
 def _segmented(node: Any, parts: list, ops: list, out: np.ndarray | None) -> np.ndarray:
     """``node`` whose operands include `Parts`: one kernel per segment of rows that lies
-    inside one piece of every operand (the interior, then the few boundary rows).
-    Where the operands read ``out``, the boundary segments are computed first, aside,
-    and the interior written in place after them (numpy's semantics).  Local."""
+    inside one piece of every operand (the interior, then the few boundary rows, once
+    they arrived: the exchange overlaps the interior's kernel).  Where the operands
+    read ``out``, the boundary segments are computed first, aside, and the interior
+    written in place after them (numpy's semantics).  Local (waits for the posted
+    exchange with the neighbours)."""
     axis = next((a for p in parts for box, _ in p.pieces for a, (b0, b1) in enumerate(box)
                  if (b0, b1) != (0, p.shape[a])), None)  # fmt: skip
     if axis is None:  # every operand in one piece: one kernel
+        for p in parts:
+            p.wait()
         return _evaluate(_cut(node, 0, 0, None), ops, out)
     cuts = sorted({0, node.shape[axis], *(c for p in parts for c in p.cuts(axis))})
     segs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
@@ -352,15 +356,25 @@ def _segmented(node: Any, parts: list, ops: list, out: np.ndarray | None) -> np.
         isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in _leaves(node)
     )
     where = (slice(None),) * axis
+    # the interior first where it reads only rows held here and writes no operand: the
+    # boundary rows are still arriving (posted by `d2o.ops.deferred`), waited for before
+    # the segments reading them; in place, the interior last (numpy's semantics)
+    ahead = not overlap and all(p.held({axis: big}) for p in parts)
+    order = (
+        [big] + [s for s in segs if s != big] if ahead else [s for s in segs if s != big] + [big]
+    )
     aside = []
-    for lo, hi in segs:
-        if (lo, hi) != big:
-            seg = _cut(node, axis, lo, hi)
-            if overlap:
-                aside.append((lo, hi, _evaluate(seg, [])))
-            else:
-                _evaluate(seg, [], res[where + (slice(lo, hi),)])
-    _evaluate(_cut(node, axis, *big), ops, res[where + (slice(*big),)])
+    for lo, hi in order:
+        for p in parts:
+            if not p.held({axis: (lo, hi)}):
+                p.wait()
+        seg = _cut(node, axis, lo, hi)
+        if (lo, hi) == big:
+            _evaluate(seg, ops, res[where + (slice(lo, hi),)])
+        elif overlap:
+            aside.append((lo, hi, _evaluate(seg, [])))
+        else:
+            _evaluate(seg, [], res[where + (slice(lo, hi),)])
     for lo, hi, value in aside:
         res[where + (slice(lo, hi),)] = value
     return res

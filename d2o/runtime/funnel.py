@@ -191,24 +191,34 @@ held_in_use = hooks.held_in_use
 #: True in controller mode (on every rank): every operation is flagged, so that rank 0
 #: sends each outermost call and the other ranks run it through the same path.
 controlled = hooks.controlled
+#: True while a deferred expression is pending (`d2o.ops.deferred`).
+pending = hooks.pending
 
 
 def _level() -> int:
-    """How much must be flagged now: 4 every operation (``lazy``), 3 everything traced (a
-    trace, ``check_args``, controller mode), 2 the mesh fallback and the operations that leave 0-d views to the runtime,
-    1 the mesh fallback only, 0 nothing."""
-    if _config.OPTIONS["lazy"] and not controlled[0]:
-        return 4
+    """How much must be flagged now: 3 everything traced (a trace, ``check_args``,
+    controller mode), 2 the mesh fallback and the operations that leave 0-d views to the
+    runtime, 1 the mesh fallback only, 0 nothing (the ``lazy`` option adds to it:
+    `_lazy_level`)."""
     if _trace.active or _config.OPTIONS["check_args"] or controlled[0]:
         return 3
     return 2 if held_in_use[0] else 1 if mesh_in_use[0] else 0
 
 
-def _wanted(facts: tuple, level: int) -> bool:
-    """Whether the calls of operations with ``facts`` = (traced, mesh, held) need `run`
-    at ``level``."""
-    traced, mesh, held = facts
-    if controlled[0] or level == 4:
+def _lazy_level() -> int:
+    """What the ``lazy`` option flags: 2 every operation (an expression is pending: each
+    other call evaluates it first), 1 the element-wise calls it records (nothing
+    pending), 0 nothing (off, or controller mode)."""
+    if not _config.OPTIONS["lazy"] or controlled[0]:
+        return 0
+    return 2 if pending[0] else 1
+
+
+def _wanted(facts: tuple, level: int, lazy: int) -> bool:
+    """Whether the calls of operations with ``facts`` = (traced, mesh, held, defers) need
+    `run` at ``level`` and ``lazy`` level."""
+    traced, mesh, held, defers = facts
+    if controlled[0] or lazy == 2 or (lazy and defers):
         return True
     if not traced or level == 0:
         return False
@@ -220,15 +230,15 @@ def _wanted(facts: tuple, level: int) -> bool:
 def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
-    level = _level()
-    if level != 4:
+    level, lazy = _level(), _lazy_level()
+    if not lazy:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():
-        cell[0] = _wanted(facts, level)
+        cell[0] = _wanted(facts, level, lazy)
 
 
 registry.RUN[0] = run
-for _event in ("modes", "mesh", "held"):
+for _event in ("modes", "mesh", "held", "pending"):
     hooks.subscribe(_event, refresh)
 hooks.subscribe("registered", refresh)
 refresh()
