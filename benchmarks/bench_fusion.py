@@ -1,7 +1,9 @@
 """Deferred execution and fused kernels (the ``lazy`` option) against numpy (not a test).
 
-Each figure is measured in one run, on one process (``D2O_MPI=0`` or ``mpiexec -n 1``;
-``mpiexec -n 2`` runs the d2o columns on two ranks, numpy and numexpr on rank 0 alone):
+``python benchmarks/bench_fusion.py`` launches ``mpiexec -n 1`` and ``mpiexec -n 2``
+children (``--child``; ``D2O_MPI=0`` measures in this process alone), prints both
+tables and records them.  In each, numpy and numexpr run on rank 0 alone (one core),
+the d2o columns on every rank:
 
 * the 4096 x 4096 Jacobi stencil ``new[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1]
   + u[1:-1, :-2] + u[1:-1, 2:])`` (then ``u, new = new, u``);
@@ -10,18 +12,26 @@ Each figure is measured in one run, on one process (``D2O_MPI=0`` or ``mpiexec -
 
 Columns: numpy's time; numexpr alone (the stencil written as one ``numexpr.evaluate``
 into the target); d2o.numpy eager (``lazy=False``), lazy with the numexpr engine alone
-(``D2O_FUSION_ENGINE=numexpr``: the first version's figures) and lazy with the default
-engine (numba loops for pieces of 65536 elements or more, `d2o.ops.loops`); speed-ups
-against numpy; and the STREAM bound: the bytes each step must touch (the
-stencil reads ``u`` and writes ``new``: 16 bytes per point) divided by the triad
-bandwidth (``a = b + s * c``, 24 bytes per element, one thread, measured in the same
-run).  numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per
-process; the figures compare one core with one core).  The machine may be shared:
-the load average is printed with the table.  Also printed: the first lazy stencil
-step's time (numba's import and the kernel's compilation, or its load from numba's
-on-disk cache, included) against a later step's.
+(``D2O_FUSION_ENGINE=numexpr``) and lazy with the default engine (numba loops for
+pieces of 65536 elements or more, `d2o.ops.loops`); speed-ups against numpy; and the
+bound each program cannot go below, measured in the same run:
 
-    D2O_MPI=0 python benchmarks/bench_fusion.py [--quick]
+* the stencil and Laplace: the STREAM bound, the bytes each step must touch (the
+  stencil reads ``u`` and writes ``new``: 16 bytes per point) divided by the triad
+  bandwidth (``a = b + s * c``, 24 bytes per element, a compiled loop) of the cores in
+  use: one rank alone, or every rank at once;
+* Jacobi, N-body and Monte Carlo pi: the floor, the work fusion cannot remove, at
+  numpy's own speed on one core divided by the process count: the setup's ``cos`` of
+  n x n values (Jacobi), ``r2 ** -1.5`` of n x n values per step (N-body: its power
+  is numpy's, the C library's ``pow``, bit for bit), the random numbers (Monte Carlo).
+
+numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per process; the
+figures compare one core with one core).  The machine may be shared: the load average
+is printed with the table.  Also printed: the first lazy stencil step's time (numba's
+import and the kernel's compilation, or its load from numba's on-disk cache) against
+a later step's.
+
+    python benchmarks/bench_fusion.py [--quick]
 """
 
 from __future__ import annotations
@@ -37,7 +47,13 @@ os.environ.setdefault("D2O_FUSION_THREADS", "1")
 import numba  # noqa: E402
 import numexpr as ne  # noqa: E402
 import numpy as np  # noqa: E402
-from _harness import REPO, record  # noqa: E402  (puts the repository on sys.path)
+from _harness import (  # noqa: E402  (puts the repository on sys.path)
+    REPO,
+    launch_children,
+    measure_and_report,
+    measures_here,
+    record,
+)
 
 sys.path.insert(0, os.path.join(REPO, "examples", "programs"))
 
@@ -70,20 +86,28 @@ def best(fn, repeat: int, sync: bool = True) -> float:
     return min(times)
 
 
-def triad_bandwidth(n: int = 1 << 24) -> float:
-    """Bytes per second of ``a = b + s * c`` (one pass, numexpr, one thread)."""
+@numba.njit(nogil=True)
+def _triad(a, b, c, s):  # pragma: no cover - compiled
+    for i in range(a.shape[0]):
+        a[i] = b[i] + s * c[i]
+
+
+def triad_bandwidth(n: int = 1 << 24, together: bool = False) -> float:
+    """Bytes per second of ``a = b + s * c`` (a compiled loop, one thread): on rank 0
+    alone, or (``together``) on every rank at once, summed."""
     b, c, a = np.ones(n), np.full(n, 2.0), np.empty(n)
-    s = 3.0
-    threads = ne.set_num_threads(1)
-    env = {"b": b, "c": c, "s": s}
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        ne.evaluate("b + s * c", local_dict=env, out=a)
-        times.append(time.perf_counter() - t0)
-    t = min(times)
-    ne.set_num_threads(threads)
-    return 24 * n / t
+    _triad(a, b, c, 3.0)
+    if not together:
+        t = min(_timed(lambda: _triad(a, b, c, 3.0)) for _ in range(5))
+        return 24 * n / t
+    t = best(lambda: _triad(a, b, c, 3.0), 5)
+    return 24 * n * COMM.size / t
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def stencil_numpy(u, new, steps):
@@ -129,14 +153,32 @@ def on_rank0(fn):
     return COMM.bcast(t, root=0) if COMM.size > 1 else t
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
-    args = parser.parse_args()
-    quick = args.quick
+def _floors(quick: bool, programs: dict) -> dict:
+    """Per program, the time of the work fusion cannot remove (module notes), numpy on
+    rank 0 alone, divided by the process count."""
+    out: dict = {}
+    n = programs["jacobi"][1]
+    i = np.arange(n, dtype=np.float64)
+    b = (i[:, np.newaxis] - i) * (4.0 / n)
+    out["jacobi"] = on_rank0(lambda: best(lambda: np.cos(b), 3, False))
+    n, steps = programs["nbody"][1:]
+    r2 = np.random.default_rng(1).random((n, n)) + 0.01
+    out["nbody"] = steps * on_rank0(lambda: best(lambda: r2**-1.5, 3, False))
+    n, iters = programs["monte_carlo_pi"][1:]
+    rng = np.random.default_rng(0)
+    out["monte_carlo_pi"] = iters * on_rank0(
+        lambda: best(lambda: (rng.random(n), rng.random(n)), 3, False)
+    )
+    return {k: v / COMM.size for k, v in out.items()}
+
+
+def measure(quick: bool) -> dict:
+    """Every case's figures on this run's ranks (see the module notes)."""
     n, steps, repeat = (512, 3, 2) if quick else (4096, 10, 3)
-    bw = on_rank0(lambda: triad_bandwidth(1 << (20 if quick else 24)))
-    rows = []
+    size = 1 << (20 if quick else 24)
+    bw1 = on_rank0(lambda: triad_bandwidth(size))
+    bw = triad_bandwidth(size, together=True) if COMM.size > 1 else bw1
+    rows = {}
 
     # -- the 4096^2 stencil ----------------------------------------------------------
     a = np.random.default_rng(0).random((n, n))
@@ -152,8 +194,9 @@ def main() -> None:
                 first = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
                 later = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
             times[mode] = best(lambda u=u, new=new: stencil_d2o(u, new, steps), repeat)
-    bound = steps * 16 * n * n / bw / COMM.size
-    rows.append((f"stencil {n}^2 x{steps}", t_np, t_ne, *times.values(), bound))
+            del u, new
+    bound = steps * 16 * n * n / bw
+    rows[f"stencil {n}^2 x{steps}"] = (t_np, t_ne, *times.values(), bound, "STREAM")
 
     # -- the seed programs -------------------------------------------------------------
     programs = {
@@ -162,6 +205,7 @@ def main() -> None:
         "nbody": (nbody, 300 if quick else 1000, 2 if quick else 5),
         "monte_carlo_pi": (monte_carlo_pi, 100_000 if quick else 5_000_000, 2),
     }
+    floors = _floors(quick, programs)
     for name, (mod, size, iters) in programs.items():
         t_np = on_rank0(lambda mod=mod, size=size, iters=iters: best(
             lambda: mod.run(np, size, iters), repeat, False))  # fmt: skip
@@ -170,33 +214,62 @@ def main() -> None:
             with d2o.options(lazy=mode != "eager"), engine(mode):
                 times[mode] = best(lambda mod=mod, size=size, iters=iters: mod.run(
                     dnp, size, iters), repeat)  # fmt: skip
-        b = None
         if name == "laplace":  # per sweep: read u, write u, copy u_old, u - u_old, dot
-            b = iters * 8 * size * size * 6 / bw / COMM.size
-        rows.append((f"{name} n={size} x{iters}", t_np, None, *times.values(), b))
+            bound, kind = iters * 8 * size * size * 6 / bw, "STREAM"
+        else:
+            bound, kind = floors[name], "floor"
+        rows[f"{name} n={size} x{iters}"] = (t_np, None, *times.values(), bound, kind)
+    keys = ("numpy_s", "numexpr_s", "eager_s", "lazy_numexpr_s", "lazy_s", "bound_s", "bound")
+    results: dict = {case: dict(zip(keys, r)) for case, r in rows.items()}
+    results["triad_bytes_per_s"] = bw
+    results["triad_one_core_bytes_per_s"] = bw1
+    results["first_step_s"] = first
+    results["later_step_s"] = later
+    return results
 
-    if RANK == 0:
+
+def show(results: dict, procs: int) -> None:
+    """Print one run's table."""
+    r = dict(results)
+    bw, bw1 = r.pop("triad_bytes_per_s"), r.pop("triad_one_core_bytes_per_s")
+    first, later = r.pop("first_step_s"), r.pop("later_step_s")
+    print(f"\n{procs} process(es): numexpr {ne.__version__} ({ne.get_num_threads()} thread), "
+          f"numba {numba.__version__}, triad {bw / 1e9:.2f} GB/s on {procs} core(s) "
+          f"({bw1 / 1e9:.2f} on one)")  # fmt: skip
+    print(f"first lazy stencil step {first:.3f} s (compile or cache load included), "
+          f"a later one {later:.3f} s")  # fmt: skip
+    print(f"{'case':<28}{'numpy':>8}{'numexpr':>8}{'eager':>8}{'lazy-ne':>8}{'lazy':>8}"
+          f"{'lazy/np':>9}{'eager/np':>9}{'bound':>8}{'':>8}{'lazy/bound':>11}")  # fmt: skip
+    for case, x in r.items():
+        tn, tx, te, tq, tl, tb = (x[k] for k in ("numpy_s", "numexpr_s", "eager_s",
+                                                 "lazy_numexpr_s", "lazy_s", "bound_s"))  # fmt: skip
+        nx = f"{tx:8.3f}" if tx is not None else f"{'-':>8}"
+        print(f"{case:<28}{tn:8.3f}{nx}{te:8.3f}{tq:8.3f}{tl:8.3f}{tn / tl:8.2f}x"
+              f"{tn / te:8.2f}x{tb:8.3f}{x['bound']:>8}{tl / tb:11.2f}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--child", action="store_true", help="measure here (under mpiexec)")
+    parser.add_argument("--json", help="where rank 0 writes the results (with --child)")
+    args = parser.parse_args()
+    if not measures_here(args.child, COMM):
+        by_count = launch_children(__file__, ["--quick"] if args.quick else [], (1, 2))
+        for n, results in by_count.items():
+            show(results, int(n))
         load = os.getloadavg()
-        print(f"d2o fusion benchmark: {COMM.size} process(es), numexpr {ne.__version__} "
-              f"({ne.get_num_threads()} thread), numba {numba.__version__}, "
-              f"triad {bw / 1e9:.2f} GB/s (one core), "
-              f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
-        print(f"first lazy stencil step {first:.3f} s (compile or cache load included), "
-              f"a later one {later:.3f} s")  # fmt: skip
-        print(f"{'case':<26}{'numpy':>9}{'numexpr':>9}{'eager':>9}{'lazy-ne':>9}{'lazy':>9}"
-              f"{'lazy/np':>9}{'eager/np':>9}{'bound':>9}{'lazy/bound':>11}")  # fmt: skip
-        for case, tn, tx, te, tq, tl, tb in rows:
-            nx = f"{tx:9.3f}" if tx is not None else f"{'-':>9}"
-            bd = f"{tb:9.3f}" if tb is not None else f"{'-':>9}"
-            rb = f"{tl / tb:11.2f}" if tb is not None else f"{'-':>11}"
-            print(f"{case:<26}{tn:9.3f}{nx}{te:9.3f}{tq:9.3f}{tl:9.3f}{tn / tl:9.2f}x"
-                  f"{tn / te:8.2f}x{bd}{rb}")  # fmt: skip
-        keys = ("numpy_s", "numexpr_s", "eager_s", "lazy_numexpr_s", "lazy_s", "bound_s")
-        results = {case: dict(zip(keys, r)) for case, *r in rows}
-        results["triad_bytes_per_s"] = bw  # type: ignore[assignment]
-        results["first_step_s"] = first  # type: ignore[assignment]
-        if not quick:
-            record(RECORD, results, processes=[COMM.size])
+        print(f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        if not args.quick:
+            record(RECORD, by_count, processes=[1, 2])
+        return
+    measure_and_report(
+        COMM,
+        lambda: f"# {COMM.size} process(es): the stencil and the seed programs",
+        lambda: measure(args.quick),
+        lambda results: show(results, COMM.size),
+        args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ Nothing is patched: with no mode on, no flag is set and a call costs one test.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as _np
@@ -70,6 +72,11 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     """An outermost call with ``lazy`` on: an element-wise one recorded (`d2o.ops.deferred`);
     before any other, or one that cannot be deferred, the pending expressions evaluated.
     Returns ``_EAGER`` where the call is to run as usual."""
+    if op.defers and not pending[0]:
+        if _base[0] < 3 and _small(args):
+            return op.fn(*args, **kwargs)  # nothing to record, no other mode: as if unflagged
+        if _inner():  # (an unflagged operation's inner call: run as with no mode on)
+            return op.fn(*args, **kwargs) if _base[0] < 3 else body(op, args, kwargs)
     role = _ROLES.get(op)
     if role is not None and (op.mesh or not mesh_in_use[0]):
         rec = res = None
@@ -92,6 +99,27 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     if not op.traced:  # flagged only for the flush: runs as with no mode on
         return op.fn(*args, **kwargs)
     return _EAGER
+
+
+def _inner() -> bool:
+    """True when the element-wise call `_lazy` handles was made by d2o's own code (an
+    operation's inner call): while nothing is pending only the element-wise operations
+    are flagged, so an unflagged operation does not mark its inner calls (`_depth`);
+    they must not be recorded.  The caller is the frame above the operator method or
+    the ``__array_ufunc__`` trampoline (`_lazy`, `run`, then that one)."""
+    caller = sys._getframe(4)
+    name = caller.f_globals.get("__name__") or ""
+    return name.startswith("d2o.") and not name.startswith("d2o.testing")
+
+
+def _small(args: tuple) -> bool:
+    """True for an element-wise call whose d2o operands all have the first one's shape,
+    fewer than ``lazy_min`` elements (`d2o.ops.deferred.record` would not defer it)."""
+    shape = args[0].shape
+    for a in args[1:]:
+        if isinstance(a, _Array) and a.shape != shape:
+            return False  # (broadcasting: the result may be larger)
+    return math.prod(shape) < _config.OPTIONS["lazy_min"]
 
 
 def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
@@ -193,6 +221,8 @@ held_in_use = hooks.held_in_use
 controlled = hooks.controlled
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = hooks.pending
+#: The level `refresh` last set apart from ``lazy`` (`_level`).
+_base = [0]
 
 
 def _level() -> int:
@@ -231,6 +261,7 @@ def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level, lazy = _level(), _lazy_level()
+    _base[0] = level
     if not lazy:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():

@@ -912,32 +912,30 @@ def render_linalg(doc: dict) -> str:
 
 
 def render_fusion(doc: dict) -> str:
-    r = dict(by_count(doc))
-    bw = r.pop("triad_bytes_per_s")
-    first = r.pop("first_step_s", None)
-    rows = []
-    for case, x in r.items():
-        np_s, ne_s, ea_s, la_s, b_s = (x[k] for k in ("numpy_s", "numexpr_s", "eager_s",
-                                                      "lazy_s", "bound_s"))  # fmt: skip
-        lq_s = x.get("lazy_numexpr_s")
-        rows.append([case, ms(np_s), ms(ne_s) if ne_s else "-", ms(ea_s),
-                     ms(lq_s) if lq_s else "-", ms(la_s),
-                     times(np_s / la_s), times(np_s / ea_s), ms(b_s) if b_s else "-",
-                     f"{la_s / b_s:.2f}" if b_s else "-"])  # fmt: skip
-    head = ["case", "numpy ms", "numexpr ms", "eager ms", "lazy (numexpr) ms", "lazy ms",
-            "lazy speed-up", "eager speed-up", "STREAM bound ms", "lazy / bound"]  # fmt: skip
-    procs = ", ".join(str(p) for p in doc["processes"])
-    compile_note = (
-        f"; the first lazy stencil step took {first:.2f} s (numba's import and compilation, "
-        f"or its on-disk cache)"
-        if first is not None
-        else ""
-    )
+    parts = []
+    for procs, results in by_count(doc).items():
+        r = dict(results)
+        bw, bw1 = r.pop("triad_bytes_per_s"), r.pop("triad_one_core_bytes_per_s")
+        first, later = r.pop("first_step_s"), r.pop("later_step_s")
+        rows = []
+        for case, x in r.items():
+            np_s, ne_s, ea_s, lq_s, la_s, b_s = (x[k] for k in (
+                "numpy_s", "numexpr_s", "eager_s", "lazy_numexpr_s", "lazy_s", "bound_s"))  # fmt: skip
+            rows.append([case, ms(np_s), ms(ne_s) if ne_s else "-", ms(ea_s), ms(lq_s), ms(la_s),
+                         times(np_s / la_s), times(np_s / ea_s), f"{ms(b_s)} ({x['bound']})",
+                         f"{la_s / b_s:.2f}"])  # fmt: skip
+        head = ["case", "numpy ms", "numexpr ms", "eager ms", "lazy (numexpr) ms", "lazy ms",
+                "lazy speed-up", "eager speed-up", "bound ms", "lazy / bound"]  # fmt: skip
+        parts.append(
+            f"**{_procs(procs)}** (numpy and numexpr on one core); triad bandwidth "
+            f"{bw / 1e9:.2f} GB/s on {procs} core(s), {bw1 / 1e9:.2f} on one; the first lazy "
+            f"stencil step {first:.2f} s (numba's import and compilation, or its on-disk "
+            f"cache), a later one {later:.3f} s:\n\n" + table(head, rows, "l" + "r" * 9)
+        )
+    load = doc["load_average"]
     return (
-        f"Processes: {procs}; triad bandwidth measured in the same run: "
-        f"{bw / 1e9:.2f} GB/s (one core); load average {doc['load_average']['before']} "
-        f"before, {doc['load_average']['after']} after{compile_note}:\n\n"
-        + table(head, rows, "l" + "r" * 9)
+        f"Load average {load['before']} before, {load['after']} after.\n\n"
+        + "\n\n".join(parts)
         + quick_note(doc)
     )
 
