@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import d2o
+import d2o.numpy
+from d2o.core import config
 from d2o.move import halo
 from d2o.ops import deferred, fused, loops
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
@@ -808,3 +810,32 @@ def test_halo_exchange_overlaps_the_interior(monkeypatch):
         kernels = [e for e in events[:first_wait] if e != "wait"]
         big = max(e[1][0] for e in events if e != "wait")
         collective_assert(any(k[1][0] == big for k in kernels) and "wait" in events, events)
+
+
+def test_lazy_is_on_by_default_for_large_results():
+    """By default ``lazy`` is on with ``lazy_min`` 65536 (global elements): smaller results
+    run at once, larger ones are recorded; ``lazy_min`` takes a non-negative int."""
+    collective_assert(config.LAZY_MIN == 65536, "the documented default")
+    with d2o.options(lazy_min=config.LAZY_MIN):
+        small = make(sample((100,), "float64", positive=True), "equal")
+        big = make(sample((300, 300), "float64", positive=True), "equal")
+        collective_assert(
+            not _pending(small + 1) and _pending(big + 1), "small eager, big deferred"
+        )
+        s, b = np.sqrt(small), np.sqrt(big)
+        collective_assert(not _pending(s) and _pending(b), "the same for ufuncs")
+        assert_equal_to_numpy(b, np.sqrt(big.get_full_data()))
+    assert_raises_everywhere(TypeError, lambda: d2o.set_options(lazy_min=1.5))
+    assert_raises_everywhere(ValueError, lambda: d2o.set_options(lazy_min=-1))
+
+
+def test_inner_calls_of_operations_are_not_deferred():
+    """An operation's own element-wise calls (``diff`` subtracts shifted views) run at
+    once even while nothing is pending, when only the element-wise calls are flagged:
+    its result is an ordinary array, and nothing stays pending on any rank."""
+    a = sample((9, 4), "float64")
+    for strategy, axis in layouts(2)[:4]:
+        x = make(a, strategy, axis)
+        r = d2o.numpy.diff(x, axis=0)
+        collective_assert(not _pending(r) and not deferred.PENDING, strategy)
+        assert_equal_to_numpy(r, np.diff(a, axis=0))
