@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core import hooks
+from ..core.config import OPTIONS as _OPTIONS
 from ..core.registry import RUN as _RUN
 from ..core.registry import Operation, declare_op, operations
 from ..ops import ufuncs as _ufuncs
@@ -69,6 +71,21 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
     return f
 
 
+#: True while the ``lazy`` option is on, nothing is pending and no other mode needs the
+#: flagged calls (`d2o.runtime.funnel.refresh`)
+_IDLE = hooks.lazy_idle
+
+
+def _small(self: Any, other: Any) -> bool:
+    """True where ``lazy`` would not record ``self <op> other`` (fewer than ``lazy_min``
+    elements, no broadcasting): the call runs plain, without the runtime."""
+    d = self.distributor
+    if d.size >= _OPTIONS["lazy_min"]:
+        return False
+    od = getattr(other, "distributor", None)
+    return od is None or od.global_shape == d.global_shape
+
+
 def _declared(name: str, plain: Callable) -> Operation:
     """The operation of the generated method ``name`` (`d2o.core.registry`): native on
     meshes and 0-d views; the method tests its flag itself, so that no trampoline holds
@@ -85,7 +102,7 @@ def _make_binary(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0]:
+        if on[0] and not (_IDLE[0] and _small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _binary(self, other, ufunc, pyop)
 
@@ -101,7 +118,7 @@ def _make_reflected(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0]:
+        if on[0] and not (_IDLE[0] and _small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _reflected(self, other, ufunc, pyop)
 
@@ -117,7 +134,7 @@ def _make_inplace(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0]:
+        if on[0] and not (_IDLE[0] and _small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _inplace(self, other, ufunc, pyop)
 
@@ -133,7 +150,7 @@ def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
     on = op.on
 
     def method(self: Any) -> Any:
-        if on[0]:
+        if on[0] and not (_IDLE[0] and self.distributor.size < _OPTIONS["lazy_min"]):
             return _RUN[0](op, (self,), {})
         return _unary(self, ufunc)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
-           "pending", "use_mesh", "use_held", "drop_held"]  # fmt: skip
+           "pending", "lazy_idle", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -34,6 +34,9 @@ _SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
 EVENTS = ("modes", "mesh", "held", "registered", "pending")
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = [False]
+#: True while the ``lazy`` option is on, nothing is pending and no other mode needs the
+#: flagged calls (set by the runtime): small element-wise calls skip it.
+lazy_idle = [False]
 
 
 def subscribe(event: str, callback: Callable[[], None]) -> None:

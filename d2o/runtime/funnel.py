@@ -23,7 +23,6 @@ Nothing is patched: with no mode on, no flag is set and a call costs one test.
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
@@ -54,6 +53,8 @@ controller: list = [None]
 
 def run(op: Operation, args: tuple, kwargs: dict) -> Any:
     """A flagged call of ``op`` (`d2o.core.registry`): the modes' work around it."""
+    if _idle[0] and op.defers and _small(args):
+        return op.fn(*args, **kwargs)  # ``lazy`` on, nothing to record: as if unflagged
     if _depth[0]:
         return op.fn(*args, **kwargs)  # an inner call: no record, no check
     if controller[0] is not None:
@@ -73,10 +74,8 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     before any other, or one that cannot be deferred, the pending expressions evaluated.
     Returns ``_EAGER`` where the call is to run as usual."""
     if op.defers and not pending[0]:
-        if _base[0] < 3 and _small(args):
-            return op.fn(*args, **kwargs)  # nothing to record, no other mode: as if unflagged
         if _inner():  # (an unflagged operation's inner call: run as with no mode on)
-            return op.fn(*args, **kwargs) if _base[0] < 3 else body(op, args, kwargs)
+            return op.fn(*args, **kwargs) if _idle[0] else body(op, args, kwargs)
     role = _ROLES.get(op)
     if role is not None and (op.mesh or not mesh_in_use[0]):
         rec = res = None
@@ -115,11 +114,14 @@ def _inner() -> bool:
 def _small(args: tuple) -> bool:
     """True for an element-wise call whose d2o operands all have the first one's shape,
     fewer than ``lazy_min`` elements (`d2o.ops.deferred.record` would not defer it)."""
-    shape = args[0].shape
+    d = args[0].distributor
+    if d.size >= _config.OPTIONS["lazy_min"]:
+        return False
+    shape = d.global_shape
     for a in args[1:]:
-        if isinstance(a, _Array) and a.shape != shape:
+        if isinstance(a, _Array) and a.distributor.global_shape != shape:
             return False  # (broadcasting: the result may be larger)
-    return math.prod(shape) < _config.OPTIONS["lazy_min"]
+    return True
 
 
 def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
@@ -221,8 +223,10 @@ held_in_use = hooks.held_in_use
 controlled = hooks.controlled
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = hooks.pending
-#: The level `refresh` last set apart from ``lazy`` (`_level`).
-_base = [0]
+#: True while ``lazy`` is on, nothing is pending and no other mode needs the flagged
+#: element-wise calls (`refresh`): a small one runs plain at once (`run`; the operators
+#: test it themselves, `d2o.api.operators`).
+_idle = hooks.lazy_idle
 
 
 def _level() -> int:
@@ -261,7 +265,7 @@ def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level, lazy = _level(), _lazy_level()
-    _base[0] = level
+    _idle[0] = lazy == 1 and level < 3
     if not lazy:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():
