@@ -199,16 +199,43 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     for a in node.args:
         if hasattr(a, "ufunc") and a.value is None and loops.costly(a) and a.shared():
             a.evaluate()  # computed once, read by each expression holding it
+    fresh = [hasattr(a, "ufunc") and a.value is None for a in node.args]
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
     ops.append(node.ufunc.__name__)
     err = dict(zip(("divide", "over", "under", "invalid"), node.err))
     with np.errstate(**err):
         if out is not None and out.dtype == node.dtype and node.call is node.ufunc:
             return node.ufunc(*args, out=out)
+        if out is None and _as_ufunc(node):
+            # an operand this kernel computed (a temporary nobody else holds) of the
+            # result's shape and dtype takes the result: one allocation (and its first
+            # touch of every page) less than numpy's
+            for v, f in zip(args, fresh):
+                if (
+                    f
+                    and isinstance(v, np.ndarray)
+                    and v.shape == node.shape
+                    and v.dtype == node.dtype
+                ):
+                    return node.ufunc(*args, out=v)
         res = node.call(*args)
         if out is not None:
             out[...] = res
         return res
+
+
+def _as_ufunc(node: Any) -> bool:
+    """True when numpy's ufunc with ``out=`` computes what ``node.call`` computes: the ufunc
+    itself, or an operator other than ``**`` (whose special exponents, 0.5 or -1, numpy
+    computes otherwise) or ``**`` with another exponent."""
+    if node.call is node.ufunc:
+        return True
+    if node.ufunc is not np.power:
+        return True
+    e = node.args[1]
+    return (
+        not hasattr(e, "ufunc") and not isinstance(e, np.ndarray) and e not in loops.FAST_EXPONENTS
+    )
 
 
 def _overlaps(values: list, out: np.ndarray) -> bool:

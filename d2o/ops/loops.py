@@ -123,7 +123,7 @@ def exact(node: Any) -> bool:
         if is_two(node.args[1]) and node.call is not f:
             return res in _FLOATS + _INTS
         e = node.args[1]
-        fast = not _is_node(e) and not isinstance(e, np.ndarray) and e in _FAST_EXPONENTS
+        fast = not _is_node(e) and not isinstance(e, np.ndarray) and e in FAST_EXPONENTS
         return res == _F64 and not (fast and node.call is not f) and libm_pow()
     if f in _ARITH or f is np.square:
         return res in _FLOATS or res in _INTS
@@ -140,7 +140,7 @@ def exact(node: Any) -> bool:
 
 _F64 = np.dtype(np.float64)
 #: exponents numpy's ``ndarray ** scalar`` computes otherwise than by ``power``
-_FAST_EXPONENTS = (-1, 0, 0.5, 1, 2)
+FAST_EXPONENTS = (-1, 0, 0.5, 1, 2)
 _POW: list = [None]  # libm_pow's answer, once per process
 
 
