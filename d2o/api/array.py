@@ -20,7 +20,9 @@ from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed
 from ..core.hooks import depth as _depth
+from ..core.hooks import lazy_idle as _lazy_idle
 from ..core.librarian import d2o_librarian
+from ..core.registry import RUN as _RUN
 from ..core.registry import cell, marked, operations, run_flagged
 from ..layouts.distributors import (
     STRATEGIES,
@@ -40,6 +42,7 @@ from . import dispatch as _dispatch
 from . import freeform as _freeform
 from .methods import NumpyMethods
 from .operators import Operators
+from .operators import small as _small
 
 __all__ = ["distributed_data_object"]
 
@@ -48,6 +51,9 @@ _next_index = d2o_librarian.next_index
 #: ``inline``): the class's facts, and the constructor's (it never meets a 0-d view).
 _ON = cell(mesh=True)
 _ON_INIT = cell(mesh=True, held="local")
+#: ``__array_ufunc__``'s: element-wise calls the ``lazy`` option records (``defers``)
+_ON_UFUNC = cell(mesh=True, held="native", defers=True)
+_IDLE = _lazy_idle
 _FLOAT64 = np.dtype(np.float64)
 _FLOAT64_STR = _FLOAT64.str
 
@@ -688,9 +694,12 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    @marked(held="native", defers=True, calls=_ufuncs.array_ufunc)
+    @marked(held="native", defers=True, inline=_ON_UFUNC)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
+        if _ON_UFUNC[0] and not _depth[0] and not (_IDLE[0] and _small(self, *inputs)):
+            op = distributed_data_object.__array_ufunc__.__d2o_operation__  # type: ignore[attr-defined]
+            return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`lazy`'s frames)
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     @marked(held="local")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..array.base import Array
 from ..core import hooks
 from ..core.config import OPTIONS as _OPTIONS
 from ..core.registry import RUN as _RUN
@@ -76,14 +77,19 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
 _IDLE = hooks.lazy_idle
 
 
-def _small(self: Any, other: Any) -> bool:
-    """True where ``lazy`` would not record ``self <op> other`` (fewer than ``lazy_min``
-    elements, no broadcasting): the call runs plain, without the runtime."""
+def small(self: Any, *operands: Any) -> bool:
+    """True where ``lazy`` would not record an element-wise call of ``self`` and
+    ``operands`` (fewer than ``lazy_min`` elements, no broadcasting): while nothing is
+    pending it runs plain, without the runtime (the operators and ``__array_ufunc__``
+    test it themselves)."""
     d = self.distributor
     if d.size >= _OPTIONS["lazy_min"]:
         return False
-    od = getattr(other, "distributor", None)
-    return od is None or od.global_shape == d.global_shape
+    shape = d.global_shape
+    for a in operands:
+        if isinstance(a, Array) and a.distributor.global_shape != shape:
+            return False  # (broadcasting: the result may be larger)
+    return True
 
 
 def _declared(name: str, plain: Callable) -> Operation:
@@ -102,7 +108,7 @@ def _make_binary(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and _small(self, other)):
+        if on[0] and not (_IDLE[0] and small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _binary(self, other, ufunc, pyop)
 
@@ -118,7 +124,7 @@ def _make_reflected(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and _small(self, other)):
+        if on[0] and not (_IDLE[0] and small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _reflected(self, other, ufunc, pyop)
 
@@ -134,7 +140,7 @@ def _make_inplace(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and _small(self, other)):
+        if on[0] and not (_IDLE[0] and small(self, other)):
             return _RUN[0](op, (self, other), {})
         return _inplace(self, other, ufunc, pyop)
 

@@ -306,9 +306,17 @@ def _full_reduce(
                 _FULL[key] = (rdtype, code)
         else:
             rdtype, code = hit
-        if math.prod(obj.local_shape) == 0 and fill is not None and "initial" not in kwargs:
+        expr = expression(obj)  # (a deferred sum: fused with its producer, `_piece`)
+        data = obj.data if expr is None else None
+        if (
+            (data.size if expr is None else expr.size) == 0
+            and fill is not None
+            and ("initial" not in kwargs)
+        ):
             val = fill(rdtype)
-        elif not kwargs and name in _SIMPLE:  # np.sum etc. minus their wrappers
+        elif expr is None and not kwargs and name in _SIMPLE:  # np.sum minus its wrappers
+            val = _SIMPLE[name].reduce(data, axis=None)
+        elif not kwargs and name in _SIMPLE:
             val = _piece(obj, name, _SIMPLE[name].reduce, None, False, kwargs)
         else:
             val = fn(obj.data, axis=None, **kwargs)

@@ -53,8 +53,6 @@ controller: list = [None]
 
 def run(op: Operation, args: tuple, kwargs: dict) -> Any:
     """A flagged call of ``op`` (`d2o.core.registry`): the modes' work around it."""
-    if _idle[0] and op.defers and _small(args):
-        return op.fn(*args, **kwargs)  # ``lazy`` on, nothing to record: as if unflagged
     if _depth[0]:
         return op.fn(*args, **kwargs)  # an inner call: no record, no check
     if controller[0] is not None:
@@ -109,19 +107,6 @@ def _inner() -> bool:
     caller = sys._getframe(4)
     name = caller.f_globals.get("__name__") or ""
     return name.startswith("d2o.") and not name.startswith("d2o.testing")
-
-
-def _small(args: tuple) -> bool:
-    """True for an element-wise call whose d2o operands all have the first one's shape,
-    fewer than ``lazy_min`` elements (`d2o.ops.deferred.record` would not defer it)."""
-    d = args[0].distributor
-    if d.size >= _config.OPTIONS["lazy_min"]:
-        return False
-    shape = d.global_shape
-    for a in args[1:]:
-        if isinstance(a, _Array) and a.distributor.global_shape != shape:
-            return False  # (broadcasting: the result may be larger)
-    return True
 
 
 def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
