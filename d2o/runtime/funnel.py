@@ -73,7 +73,7 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     Returns ``_EAGER`` where the call is to run as usual."""
     if op.defers and not pending[0]:
         if _inner():  # (an unflagged operation's inner call: run as with no mode on)
-            return op.fn(*args, **kwargs) if _idle[0] else body(op, args, kwargs)
+            return body(op, args, kwargs)
     role = _ROLES.get(op)
     if role is not None and (op.mesh or not mesh_in_use[0]):
         rec = res = None
