@@ -367,8 +367,9 @@ class Comm:
 
     def Sendrecv_wait(self, reqs: list) -> None:
         """Wait for the requests `Sendrecv_start` returned (local: only the peers named
-        there take part)."""
-        MPI.Request.Waitall(reqs)
+        there take part).  Nothing once MPI is finalised (a request dropped at exit)."""
+        if not MPI.Is_finalized():
+            MPI.Request.Waitall(reqs)
 
     def send(self, value: Any, dest: int, tag: int = 0) -> None:
         """Point-to-point send of a small picklable value."""

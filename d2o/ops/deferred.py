@@ -54,6 +54,7 @@ it is pending is not seen.
 
 from __future__ import annotations
 
+import atexit
 import math
 import sys
 import weakref
@@ -418,6 +419,20 @@ def assign(self: Any, key: Any, value: Any) -> bool:
         return True
     _write(view.data, value)
     return True
+
+
+def _complete_exchanges() -> None:
+    """At exit (before MPI is finalised): complete the boundary-row exchanges that pending
+    expressions posted and nobody evaluated (MPI's rules: no request left open).  Local
+    (the neighbours named in each exchange take part)."""
+    for ref in list(PENDING.values()):
+        x = ref()
+        if x is not None and pending(x) and x._expr.value is None:
+            for p in fused.parts_of(x._expr):
+                p.wait()
+
+
+atexit.register(_complete_exchanges)
 
 
 @operation(kind="local", communicates=False, mesh=True, held="local")

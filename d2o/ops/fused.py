@@ -54,7 +54,7 @@ from ..core.records import Record, active
 from ..move.halo import Parts
 from . import loops
 
-__all__ = ["run", "reduce_sum", "kernels"]
+__all__ = ["run", "reduce_sum", "kernels", "parts_of"]
 
 _NE: list = [None]  # numexpr, loaded at the first fused evaluation (False: not installed)
 
@@ -326,6 +326,11 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
         out[...] = res
         return out
     return res
+
+
+def parts_of(node: Any) -> list:
+    """The `Parts` operands (shifted views on several ranks) in ``node``'s tree."""
+    return _parts(node, [])
 
 
 def _parts(node: Any, found: list) -> list:
