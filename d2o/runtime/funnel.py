@@ -89,9 +89,16 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
                         t.records.append(rec)
         if res is not None:
             return res
-    # views, getitem, evaluate and reductions only read: what is pending stays so (a sum
-    # fuses with its producer, `d2o.ops.reductions`)
-    if op.kind != "view" and op not in _READ and not _reads(op, args, kwargs):
+    # views, getitem, evaluate, reductions and element-wise calls without ``out=`` only
+    # read (or write new arrays): what is pending stays so (a sum fuses with its producer,
+    # `d2o.ops.reductions`); an in-place operator or an item assignment writes into its
+    # target alone: only what reads the target's memory is evaluated first
+    kind = role[0] if role is not None else None
+    if kind in ("inplace", "setitem") and not kwargs:
+        _deferred.flush(args[0].data)
+    elif kind in ("binary", "reflected", "unary") or (kind == "ufunc" and "out" not in kwargs):
+        pass
+    elif op.kind != "view" and op not in _READ and not _reads(op, args, kwargs):
         _deferred.flush()
     if not op.traced:  # flagged only for the flush: runs as with no mode on
         return op.fn(*args, **kwargs)
