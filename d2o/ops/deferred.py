@@ -271,6 +271,8 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     # (empty operands: no floating-point warnings)
     probe = call(*[np.empty(0, x._expr.dtype if pending(x) else x.dtype)
                    if isinstance(x, D2O) else x for x in inputs])  # fmt: skip
+    if probe.dtype not in fused.FUSABLE or any(x.dtype not in fused.FUSABLE for x in arrays):
+        return None  # (complex numbers and the like: no kernel fuses them, numpy runs them)
     if shifted:
         args = tuple(_aligned(x, target) if isinstance(x, D2O) else x for x in inputs)
     elif broadcast:  # operands of other layouts aligned now, as the eager call would

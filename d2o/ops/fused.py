@@ -54,7 +54,7 @@ from ..core.records import Record, active
 from ..move.halo import Parts
 from . import loops
 
-__all__ = ["run", "reduce_sum", "kernels", "parts_of"]
+__all__ = ["run", "reduce_sum", "kernels", "parts_of", "FUSABLE"]
 
 _NE: list = [None]  # numexpr, loaded at the first fused evaluation (False: not installed)
 
@@ -82,6 +82,10 @@ _SIG = {np.dtype(bool): bool, np.dtype(np.int32): np.int32, np.dtype(np.int64): 
         np.dtype(np.float32): float, np.dtype(np.float64): np.float64}  # fmt: skip
 _QUIET = ("ignore", "warn")
 
+#: the dtypes a kernel computes (`d2o.ops.deferred` records only calls of these: a call of
+#: complex numbers, float16 or objects would run on numpy anyway, after the cost of
+#: recording it)
+FUSABLE = frozenset(np.dtype(c) for c in "?bhilqBHILQfd")
 #: the smallest piece (elements) the ``auto`` engine compiles a numba loop for
 NUMBA_MIN = 1 << 16
 #: (expression, operand dtypes) -> compiled numexpr kernel
@@ -204,7 +208,7 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     ops.append(node.ufunc.__name__)
     err = dict(zip(("divide", "over", "under", "invalid"), node.err))
     with np.errstate(**err):
-        if out is not None and out.dtype == node.dtype and node.call is node.ufunc:
+        if out is not None and out.dtype == node.dtype and _as_ufunc(node):
             return node.ufunc(*args, out=out)
         if out is None and _as_ufunc(node):
             # an operand this kernel computed (a temporary nobody else holds) of the
@@ -222,6 +226,13 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
         if out is not None:
             out[...] = res
         return res
+
+
+def _same(v: np.ndarray, out: np.ndarray) -> bool:
+    """True when ``v`` is ``out``'s very elements (address, shape, strides): a loop reading
+    ``v[i]`` before writing ``out[i]`` is numpy's in-place result, without a ring buffer."""
+    return (v.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+            and v.shape == out.shape and v.strides == out.strides)  # fmt: skip
 
 
 def _as_ufunc(node: Any) -> bool:
@@ -276,9 +287,11 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
     if out is None or out.dtype != node.dtype:
         target = np.empty(node.shape, node.dtype)
     elif any(isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in b.values):
-        depth = loops.ring_depth(b.values, out)
-        if depth is None:
-            target = np.empty(node.shape, node.dtype)
+        shared = [v for v in b.values if isinstance(v, np.ndarray) and np.may_share_memory(v, out)]
+        if not all(_same(v, out) for v in shared):  # (``x += a * p``: each element its own)
+            depth = loops.ring_depth(b.values, out)
+            if depth is None:
+                target = np.empty(node.shape, node.dtype)
     if depth is not None:  # named in the trace: "fused(add, ..., in place: 2 rows held)"
         ops.append(f"in place: {depth + 1} row{'s' if depth else ''} held")
     kernel = loops.compile_kernel(text, len(b.values), node.ndim, depth)
@@ -298,6 +311,8 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
             out[...] = node.value
             return out
         return node.value
+    if node.count == 1:  # one operation: numpy's own loop (SIMD; nothing to fuse)
+        return _numpy(node, ops, out)
     engine = _engine(node)
     if engine == "numba" and loops.exact(node):
         return _compiled(node, ops, out)
