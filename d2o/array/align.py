@@ -22,7 +22,7 @@ from ..layouts.mesh import is_mesh, moved
 from ..move.halo import Parts, boxes_for, rows_for, slab_rows
 from ..move.redistribution import exchange, redistribute
 
-__all__ = ["align", "align_out", "align_parts", "result_layout", "SCALARS"]
+__all__ = ["align", "align_out", "align_parts", "result_layout", "shifted_rows", "SCALARS"]
 
 SCALARS = (int, float, complex, bool, np.generic)
 
@@ -75,15 +75,23 @@ def align_parts(x: Any, target: Distributor) -> Parts | None:
         if _same_boxes(d, target, _wanted(x.shape, target)):
             return None  # align hands over x.data itself
         return boxes_for(x.data, d, _wanted(x.shape, target))
-    if not (slab_rows(d) and slab_rows(target)):
-        return None
-    k = target.axis - (target.ndim - x.ndim)  # type: ignore[operator]
-    if k < 0 or d.axis != k or x.shape[k] != target.global_shape[target.axis]:  # type: ignore[index]
+    if not shifted_rows(x, target):
         return None
     tb = target.bounds()
-    if d.bounds() == tb:
-        return None
     return rows_for(x.data, d, [(tb[r], tb[r + 1]) for r in range(d.comm.size)])
+
+
+def shifted_rows(x: D2O, target: Distributor) -> bool:
+    """True when ``x``'s part for ``target``'s pieces is its own rows and its neighbours'
+    boundary rows (`align_parts` returns them as `Parts`): both slabs along the same axis
+    of ``x``, cut differently.  Depends on the layouts alone; no communication."""
+    d = x.distributor
+    if not (slab_rows(d) and slab_rows(target)):
+        return False
+    k = target.axis - (target.ndim - x.ndim)  # type: ignore[operator]
+    if k < 0 or d.axis != k or x.shape[k] != target.global_shape[target.axis]:  # type: ignore[index]
+        return False
+    return d.bounds() != target.bounds()
 
 
 def align(x: Any, target: Distributor) -> Any:

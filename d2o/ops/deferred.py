@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS, align, result_layout
+from ..array.align import SCALARS, align, result_layout, shifted_rows
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
 from ..core import hooks
@@ -324,11 +324,7 @@ def _whole(x: Any, target: Any) -> bool:
         return True
     if type(d) is not SlabDistributor:
         return False
-    if target.replicated:
-        return True
-    k = target.axis - (target.ndim - x.ndim)
-    return not (k >= 0 and d.axis == k and x.shape[k] == target.global_shape[target.axis]
-                and d.bounds() != target.bounds() and slab_rows(d))  # fmt: skip
+    return target.replicated or not shifted_rows(x, target)
 
 
 def _aligned(x: Any, target: Any) -> Any:

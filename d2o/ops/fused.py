@@ -251,12 +251,10 @@ def _as_ufunc(node: Any) -> bool:
 
 def _overlaps(values: list, out: np.ndarray) -> bool:
     """True when an operand shares memory with ``out`` other than element for element
-    (numexpr reads and writes blockwise: only identical operands are safe)."""
-    p = out.__array_interface__["data"][0]
+    (`_same`: only such operands are safe for numexpr's blocks and a loop's elements)."""
     for v in values:
         if isinstance(v, np.ndarray) and v.ndim and np.may_share_memory(v, out):
-            same = v.__array_interface__["data"][0] == p and v.strides == out.strides
-            if not (same and v.shape == out.shape):
+            if not _same(v, out):
                 return True
     return False
 
@@ -286,12 +284,10 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
     target = out
     if out is None or out.dtype != node.dtype:
         target = np.empty(node.shape, node.dtype)
-    elif any(isinstance(v, np.ndarray) and np.may_share_memory(v, out) for v in b.values):
-        shared = [v for v in b.values if isinstance(v, np.ndarray) and np.may_share_memory(v, out)]
-        if not all(_same(v, out) for v in shared):  # (``x += a * p``: each element its own)
-            depth = loops.ring_depth(b.values, out)
-            if depth is None:
-                target = np.empty(node.shape, node.dtype)
+    elif _overlaps(b.values, out):  # (an operand that is ``out`` itself: ``x += a * p``)
+        depth = loops.ring_depth(b.values, out)
+        if depth is None:
+            target = np.empty(node.shape, node.dtype)
     if depth is not None:  # named in the trace: "fused(add, ..., in place: 2 rows held)"
         ops.append(f"in place: {depth + 1} row{'s' if depth else ''} held")
     kernel = loops.compile_kernel(text, len(b.values), node.ndim, depth)

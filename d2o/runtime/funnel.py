@@ -110,7 +110,8 @@ def _inner() -> bool:
     operation's inner call): while nothing is pending only the element-wise operations
     are flagged, so an unflagged operation does not mark its inner calls (`_depth`);
     they must not be recorded.  The caller is the frame above the operator method or
-    the ``__array_ufunc__`` trampoline (`_lazy`, `run`, then that one)."""
+    ``__array_ufunc__`` (`_inner`, `_lazy`, `run`, then that method), both of which call
+    `run` directly."""
     caller = sys._getframe(4)
     name = caller.f_globals.get("__name__") or ""
     return name.startswith("d2o.") and not name.startswith("d2o.testing")
@@ -216,8 +217,8 @@ controlled = hooks.controlled
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = hooks.pending
 #: True while ``lazy`` is on, nothing is pending and no other mode needs the flagged
-#: element-wise calls (`refresh`): a small one runs plain at once (`run`; the operators
-#: test it themselves, `d2o.api.operators`).
+#: element-wise calls (`refresh`): a small one runs plain at once (the operators and
+#: ``__array_ufunc__`` test it themselves, `d2o.api.operators.small`).
 _idle = hooks.lazy_idle
 
 
