@@ -20,7 +20,7 @@ from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed
 from ..core.hooks import depth as _depth
-from ..core.hooks import lazy_idle as _lazy_idle
+from ..core.hooks import lazy_below as _BELOW
 from ..core.librarian import d2o_librarian
 from ..core.registry import RUN as _RUN
 from ..core.registry import cell, marked, operations, run_flagged
@@ -53,7 +53,6 @@ _ON = cell(mesh=True)
 _ON_INIT = cell(mesh=True, held="local")
 #: ``__array_ufunc__``'s: element-wise calls the ``lazy`` option records (``defers``)
 _ON_UFUNC = cell(mesh=True, held="native", defers=True)
-_IDLE = _lazy_idle
 _FLOAT64 = np.dtype(np.float64)
 _FLOAT64_STR = _FLOAT64.str
 
@@ -697,9 +696,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
     @marked(held="native", defers=True, inline=_ON_UFUNC)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
-        if _ON_UFUNC[0] and not _depth[0] and not (_IDLE[0] and _small(self, *inputs)):
-            op = distributed_data_object.__array_ufunc__.__d2o_operation__  # type: ignore[attr-defined]
-            return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`lazy`'s frames)
+        if _ON_UFUNC[0] and not _depth[0]:  # (small calls run plain: `small`, inlined)
+            one = len(inputs) == 1 and inputs[0] is self
+            if not (self.distributor.size < _BELOW[0] and (one or _small(self, *inputs))):
+                op = distributed_data_object.__array_ufunc__.__d2o_operation__  # type: ignore[attr-defined]
+                return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`lazy`'s frames)
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     @marked(held="local")

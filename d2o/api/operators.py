@@ -18,7 +18,6 @@ import numpy as np
 
 from ..array.base import Array
 from ..core import hooks
-from ..core.config import OPTIONS as _OPTIONS
 from ..core.registry import RUN as _RUN
 from ..core.registry import Operation, declare_op, operations
 from ..ops import ufuncs as _ufuncs
@@ -72,9 +71,9 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
     return f
 
 
-#: True while the ``lazy`` option is on, nothing is pending and no other mode needs the
-#: flagged calls (`d2o.runtime.funnel.refresh`)
-_IDLE = hooks.lazy_idle
+#: The ``lazy`` option's ``lazy_min`` while it is on, nothing is pending and no other
+#: mode needs the flagged calls, else 0 (`d2o.runtime.funnel.refresh`)
+_BELOW = hooks.lazy_below
 
 
 def small(self: Any, *operands: Any) -> bool:
@@ -83,7 +82,7 @@ def small(self: Any, *operands: Any) -> bool:
     pending it runs plain, without the runtime (the operators and ``__array_ufunc__``
     test it themselves)."""
     d = self.distributor
-    if d.size >= _OPTIONS["lazy_min"]:
+    if d.size >= _BELOW[0]:
         return False
     shape = d.global_shape
     for a in operands:
@@ -100,52 +99,30 @@ def _declared(name: str, plain: Callable) -> Operation:
                       mesh=True, held="native", defers=True)  # fmt: skip
 
 
-def _make_binary(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def plain(self: Any, other: Any) -> Any:
-        return _binary(self, other, ufunc, pyop)
+def _make_pair(impl: Callable, name: str, ufunc: np.ufunc, pyop: Callable, doc: str) -> Callable:
+    """The method ``name`` of two operands running ``impl(self, other, ufunc, pyop)``
+    (`d2o.ops.ufuncs`' ``binary``, ``reflected`` or ``inplace``)."""
 
-    op = _declared(f"__{name}__", plain)
+    def plain(self: Any, other: Any) -> Any:
+        return impl(self, other, ufunc, pyop)
+
+    op = _declared(name, plain)
     on = op.on
 
     def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and small(self, other)):
+        if on[0] and not (
+            (d := self.distributor).size < _BELOW[0]  # (`small`, inlined: the hot path)
+            and (
+                not isinstance(other, Array)
+                or (o := other.distributor) is d
+                or o.global_shape == d.global_shape
+            )
+        ):
             return _RUN[0](op, (self, other), {})
-        return _binary(self, other, ufunc, pyop)
+        return impl(self, other, ufunc, pyop)
 
     method.__d2o_operation__ = op  # type: ignore[attr-defined]
-    return _named(method, f"__{name}__", f"``self {name} other``: numpy's ``{ufunc.__name__}``.")
-
-
-def _make_reflected(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def plain(self: Any, other: Any) -> Any:
-        return _reflected(self, other, ufunc, pyop)
-
-    op = _declared(f"__r{name}__", plain)
-    on = op.on
-
-    def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and small(self, other)):
-            return _RUN[0](op, (self, other), {})
-        return _reflected(self, other, ufunc, pyop)
-
-    method.__d2o_operation__ = op  # type: ignore[attr-defined]
-    return _named(method, f"__r{name}__", f"``other {name} self``: numpy's ``{ufunc.__name__}``.")
-
-
-def _make_inplace(name: str, ufunc: np.ufunc, pyop: Callable) -> Callable:
-    def plain(self: Any, other: Any) -> Any:
-        return _inplace(self, other, ufunc, pyop)
-
-    op = _declared(f"__i{name}__", plain)
-    on = op.on
-
-    def method(self: Any, other: Any) -> Any:
-        if on[0] and not (_IDLE[0] and small(self, other)):
-            return _RUN[0](op, (self, other), {})
-        return _inplace(self, other, ufunc, pyop)
-
-    method.__d2o_operation__ = op  # type: ignore[attr-defined]
-    return _named(method, f"__i{name}__", f"``self {name}= other``, in this array's layout.")
+    return _named(method, name, doc)
 
 
 def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
@@ -156,7 +133,7 @@ def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
     on = op.on
 
     def method(self: Any) -> Any:
-        if on[0] and not (_IDLE[0] and self.distributor.size < _OPTIONS["lazy_min"]):
+        if on[0] and not self.distributor.size < _BELOW[0]:
             return _RUN[0](op, (self,), {})
         return _unary(self, ufunc)
 
@@ -167,10 +144,19 @@ def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
 def _operator_methods() -> dict[str, Callable]:
     methods: dict[str, Callable] = {}
     for name, (ufunc, pyop, ipyop) in BINARY.items():
-        methods[f"__{name}__"] = _make_binary(name, ufunc, pyop)
+        uname = ufunc.__name__
+        methods[f"__{name}__"] = _make_pair(
+            _binary, f"__{name}__", ufunc, pyop, f"``self {name} other``: numpy's ``{uname}``."
+        )
         if ipyop is not None:  # comparisons have no reflected or in-place form
-            methods[f"__r{name}__"] = _make_reflected(name, ufunc, pyop)
-            methods[f"__i{name}__"] = _make_inplace(name, ufunc, ipyop)
+            methods[f"__r{name}__"] = _make_pair(
+                _reflected, f"__r{name}__", ufunc, pyop,
+                f"``other {name} self``: numpy's ``{uname}``.",
+            )  # fmt: skip
+            methods[f"__i{name}__"] = _make_pair(
+                _inplace, f"__i{name}__", ufunc, ipyop,
+                f"``self {name}= other``, in this array's layout.",
+            )  # fmt: skip
     for name, ufunc in UNARY.items():
         methods[f"__{name}__"] = _make_unary(name, ufunc)
     return methods

@@ -29,6 +29,8 @@ _PUBLIC: Any = None  # the same, read by `from_local` on every result
 #: The class of deferred arrays: the public class with a ``__getattr__`` that evaluates
 #: (`d2o.api.deferred`; only its instances pay for the hook, not every array).
 _DEFERRED: Any = None
+#: The same, for the modules that test an array's type before looking for an expression
+deferred_type: list = [None]
 
 
 class ArrayBase:
@@ -51,7 +53,7 @@ class ArrayBase:
         super().__init_subclass__(**kwargs)
         global _PUBLIC, _DEFERRED
         if deferred:  # the class of deferred arrays (`d2o.api.deferred`)
-            _DEFERRED = cls
+            _DEFERRED = deferred_type[0] = cls
         elif _public[0] is None:
             _public[0] = _PUBLIC = cls
             d2o_librarian.cls = cls

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
-           "pending", "lazy_idle", "use_mesh", "use_held", "drop_held"]  # fmt: skip
+           "pending", "lazy_below", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -34,9 +34,10 @@ _SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
 EVENTS = ("modes", "mesh", "held", "registered", "pending")
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = [False]
-#: True while the ``lazy`` option is on, nothing is pending and no other mode needs the
-#: flagged calls (set by the runtime): small element-wise calls skip it.
-lazy_idle = [False]
+#: While the ``lazy`` option is on, nothing is pending and no other mode needs the
+#: flagged calls: its ``lazy_min`` (set by the runtime), else 0.  An element-wise call
+#: of fewer elements (and no broadcasting) skips the runtime and runs at once.
+lazy_below = [0]
 
 
 def subscribe(event: str, callback: Callable[[], None]) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..array.align import align
 from ..array.base import Array as D2O
+from ..array.base import deferred_type as _DEFERRED_TYPE
 from ..array.base import expression
 from ..array.base import from_local as _from_local
 from ..core import config as _config
@@ -222,11 +223,13 @@ def reduce(
         uf = _SIMPLE.get(name)
         if uf is not None:
             d = obj.distributor
-            if (d.replicated or d.comm.size == 1) and (
-                expression(obj) is not None or type(obj.data) is np.ndarray
-            ):
-                res = _piece(obj, name, uf.reduce, None, False, {})
-                return res if isinstance(res, np.generic) else np.asarray(res)[()]
+            if d.replicated or d.comm.size == 1:
+                if type(obj) is _DEFERRED_TYPE[0] and expression(obj) is not None:
+                    res = _piece(obj, name, uf.reduce, None, False, {})  # (fused)
+                    return res if isinstance(res, np.generic) else np.asarray(res)[()]
+                if type(obj.data) is np.ndarray:
+                    res = uf.reduce(obj.data, axis=None)
+                    return res if isinstance(res, np.generic) else np.asarray(res)[()]
             if not (d.replicated or d.comm.size == 1 or obj.dtype.hasobject):
                 fn, combine, fill, _ = REDUCTIONS[name]
                 return _full_reduce(obj, name, fn, combine, fill, kwargs, keepdims)
@@ -306,7 +309,7 @@ def _full_reduce(
                 _FULL[key] = (rdtype, code)
         else:
             rdtype, code = hit
-        expr = expression(obj)  # (a deferred sum: fused with its producer, `_piece`)
+        expr = expression(obj) if type(obj) is _DEFERRED_TYPE[0] else None  # (see `_piece`)
         data = obj.data if expr is None else None
         if (
             (data.size if expr is None else expr.size) == 0

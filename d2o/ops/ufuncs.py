@@ -320,14 +320,6 @@ def _outs(kwargs: dict) -> tuple:
     return out if isinstance(out, tuple) else () if out is None else (out,)
 
 
-def _held_pair(self: D2O, other: Any) -> bool:
-    """`_held` for an operator's two operands, without building a tuple (``self`` is an
-    array): the operators' check once a 0-d view exists."""
-    return type(self.distributor) is HeldScalar or (
-        isinstance(other, D2O) and type(other.distributor) is HeldScalar
-    )
-
-
 def _call(ufunc: np.ufunc, *inputs: Any) -> Any:
     return apply_ufunc(ufunc, "__call__", inputs, {})
 
@@ -339,7 +331,10 @@ def _call_into(self: D2O, other: Any, ufunc: np.ufunc) -> D2O:
 
 def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``self <op> other``."""
-    if held_in_use[0] and _held_pair(self, other):
+    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
+        type(self.distributor) is HeldScalar
+        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+    ):
         return _on_slabs(_call, ufunc.__name__, (ufunc, self, other), {}, held_only=True)
     try:
         if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
@@ -359,7 +354,10 @@ def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
 
 def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
     """``other <op> self`` (``__radd__``, ...)."""
-    if held_in_use[0] and _held_pair(self, other):
+    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
+        type(self.distributor) is HeldScalar
+        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+    ):
         return _on_slabs(_call, ufunc.__name__, (ufunc, other, self), {}, held_only=True)
     if isinstance(other, _SCALARS):
         try:
@@ -374,7 +372,10 @@ def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
 
 def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
     """``self <op>= other`` (``__iadd__``, ...): in self's layout."""
-    if held_in_use[0] and _held_pair(self, other):
+    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
+        type(self.distributor) is HeldScalar
+        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+    ):
         return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
     try:
         if isinstance(other, _SCALARS):

@@ -216,10 +216,11 @@ held_in_use = hooks.held_in_use
 controlled = hooks.controlled
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = hooks.pending
-#: True while ``lazy`` is on, nothing is pending and no other mode needs the flagged
-#: element-wise calls (`refresh`): a small one runs plain at once (the operators and
-#: ``__array_ufunc__`` test it themselves, `d2o.api.operators.small`).
-_idle = hooks.lazy_idle
+#: ``lazy_min`` while ``lazy`` is on, nothing is pending and no other mode needs the
+#: flagged element-wise calls, else 0 (`refresh`): a call of fewer elements runs plain
+#: at once (the operators and ``__array_ufunc__`` test it themselves,
+#: `d2o.api.operators.small`).
+_below = hooks.lazy_below
 
 
 def _level() -> int:
@@ -258,7 +259,7 @@ def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level, lazy = _level(), _lazy_level()
-    _idle[0] = lazy == 1 and level < 3
+    _below[0] = _config.OPTIONS["lazy_min"] if lazy == 1 and level < 3 else 0
     if not lazy:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():

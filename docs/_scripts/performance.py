@@ -857,9 +857,11 @@ def render_modes(doc: dict) -> str:
         )
         rows = [[f"`{op}`", *(f"{v:.2f}" for v in vals)] for op, vals in r["us_per_call"].items()]
         out.append(table(["operation", *r["states"]], rows, "l" + "r" * len(r["states"])))
+        peak = r["chain_peak"]
         out.append(
             f"Extra memory at the peak of `0.5 * (((a + 1) * 2 + 3) - 4)` after both, in "
-            f"pieces: {r['chain_peak']:.2f} (one piece: the temporaries are reused).\n"
+            f"pieces (one piece: the result alone): eagerly {peak['eager']:.2f} (the "
+            f"temporaries are reused), lazily {peak['lazy']:.2f} (one fused kernel).\n"
         )
     return "\n".join(out) + quick_note(doc)
 
