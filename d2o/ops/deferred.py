@@ -183,14 +183,44 @@ def _force(x: Any) -> None:
 
 
 def flush(target: np.ndarray | None = None, keep: Any = None) -> None:
-    """Evaluate every pending array (with ``target``: those reading its memory only;
+    """Evaluate every pending array (with ``target``, about to be written: those reading
+    its memory only, and of those only the ones whose operands there are no smaller
+    than they: the others read copies of those operands instead, `_snapshot`;
     ``keep``: one not to evaluate).  Local."""
     for ref in list(PENDING.values()):
         x = ref()
         if x is None or x is keep or not pending(x):
             continue
-        if target is None or any(np.may_share_memory(v, target) for v in x._expr.leaves()):
+        if target is None:
             _force(x)
+            continue
+        read = [v for v in x._expr.leaves() if np.may_share_memory(v, target)]
+        if read and not (sum(v.size for v in read) < x._expr.size and _snapshot(x._expr, target)):
+            _force(x)
+
+
+def _snapshot(node: Node, target: np.ndarray, copies: dict | None = None) -> bool:
+    """Make ``node``'s expression read copies of its array operands that share memory
+    with ``target`` (N-body's ``x[None, :] - x[:, None]`` before ``x += ...``: copying
+    ``x`` costs n elements, evaluating the difference n^2).  False where it cannot (an
+    evaluated node or halo parts reading ``target``): the caller evaluates instead."""
+    copies = {} if copies is None else copies
+    if node.value is not None:
+        return not np.may_share_memory(node.value, target)
+    args = []
+    for a in node.args:
+        if type(a) is Node:
+            if not _snapshot(a, target, copies):
+                return False
+        elif isinstance(a, np.ndarray) and np.may_share_memory(a, target):
+            if id(a) not in copies:  # (an operand read twice: one copy)
+                copies[id(a)] = a.copy()
+            a = copies[id(a)]
+        elif isinstance(a, Parts) and any(np.may_share_memory(v, target) for _, v in a.pieces):
+            return False
+        args.append(a)
+    node.args = tuple(args)
+    return True
 
 
 def _register(node: Node, d: Any) -> Any:

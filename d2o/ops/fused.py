@@ -28,10 +28,11 @@ A node goes to numexpr only when numexpr computes numpy's values in numpy's dtyp
   integer for comparisons (result bool), bool for ``&``, ``|``, ``^``, ``~``; each array operand already has its loop dtype (scalars are
   cast to it, as numpy casts them); integer arithmetic (wrapping, division, powers),
   ``//``, ``%`` and complex numbers always run on numpy;
-* ``np.errstate`` is 'ignore' or 'warn' for every floating-point error: numexpr
-  raises no floating-point warnings, so with lazy on a fused kernel does not warn
-  where numpy would (documented difference; so do numba's loops); under 'raise',
-  'call', 'print' or 'log' every node runs on numpy, which warns, calls or raises exactly as numpy does.
+* ``np.errstate`` is 'ignore' or 'warn' for every floating-point error: a kernel
+  (numexpr's or numba's) reports no flags itself; `_watched` reads this thread's
+  flags after it and warns as numpy does (`d2o.core.fpstatus`; numexpr's worker
+  threads, where it runs several, keep theirs); under 'raise', 'call', 'print' or
+  'log' every node runs on numpy, which warns, calls or raises exactly as numpy does.
 
 ``+ - * /``, ``sqrt``, comparisons, ``abs``, ``floor`` and ``ceil`` are correctly
 rounded in both engines, and ``**`` with a scalar exponent 2 is ``x*x`` in both: a
@@ -45,10 +46,12 @@ from __future__ import annotations
 import copy
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
+from ..core import fpstatus
 from ..core.comm import default_comm
 from ..core.records import Record, active
 from ..move.halo import Parts
@@ -80,7 +83,19 @@ _BOOL = np.dtype(bool)
 #: numexpr's signature type of each dtype it takes
 _SIG = {np.dtype(bool): bool, np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64,
         np.dtype(np.float32): float, np.dtype(np.float64): np.float64}  # fmt: skip
-_QUIET = ("ignore", "warn")
+#: the error states a compiled kernel runs under (it reports "warn" as numpy does:
+#: `_watched`; where this thread's flags cannot be read, none but "ignore")
+_QUIET = ("ignore", "warn") if fpstatus.AVAILABLE else ("ignore",)
+#: numpy's words for each raised flag ("... encountered in <ufunc>")
+_WORDS = {"divide": "divide by zero", "over": "overflow", "under": "underflow",
+          "invalid": "invalid value"}  # fmt: skip
+#: the compiled operations that can raise each flag, in the order a warning names them
+_RAISERS = {
+    "divide": (np.true_divide, np.power),
+    "over": (np.power, np.multiply, np.square, np.true_divide, np.add, np.subtract),
+    "under": (np.power, np.multiply, np.square, np.true_divide),
+    "invalid": (np.sqrt, np.power, np.true_divide, np.subtract, np.add, np.multiply),
+}
 
 #: the dtypes a kernel computes (`d2o.ops.deferred` records only calls of these: a call of
 #: complex numbers, float16 or objects would run on numpy anyway, after the cost of
@@ -290,10 +305,11 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
             target = np.empty(node.shape, node.dtype)
     if depth is not None:  # named in the trace: "fused(add, ..., in place: 2 rows held)"
         ops.append(f"in place: {depth + 1} row{'s' if depth else ''} held")
-    kernel = loops.compile_kernel(text, len(b.values), node.ndim, depth)
+    kernel = loops.compile_kernel(b, text, node.ndim, depth)
     buf = target if depth is None else np.empty((depth + 1, *target.shape[1:]), target.dtype)
     ct = loops.c_typed
-    kernel(ct(target), ct(buf), target.shape, *[ct(v) for v in b.values])
+    args = [ct(v) for v in b.values]
+    _watched(node, lambda: kernel(ct(target), ct(buf), target.shape, *args), depth is None)
     if out is not None and target is not out:
         out[...] = target
         return out
@@ -329,14 +345,61 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
     if kernel is False:  # pragma: no cover
         return _numpy(node, ops, out)
     direct = out is not None and out.dtype == node.dtype and not _overlaps(b.values, out)
-    res = kernel(*b.values, out=out if direct else None, order="K", casting="safe",
-                 ex_uses_vml=False)  # fmt: skip
+    res = _watched(node, lambda: kernel(*b.values, out=out if direct else None, order="K",
+                                        casting="safe", ex_uses_vml=False))  # fmt: skip
     if res.dtype != node.dtype:  # pragma: no cover - excluded by _engine_ok
         res = res.astype(node.dtype)
     if out is not None and not direct:
         out[...] = res
         return out
     return res
+
+
+def _watched(node: Any, kernel: Any, replay: bool = True, axes: tuple | None = None) -> Any:
+    """``kernel()`` (a compiled kernel computing ``node``; with ``axes``, its sum over
+    them) with numpy's floating-point warnings: the flags it raised, where ``np.errstate``
+    said "warn" when ``node`` was recorded, are warned of as numpy would.  With ``replay``
+    (the operands are intact: nothing was written in place) numpy's own loops compute the
+    expression again, for their warnings alone, exactly numpy's (a comparison of NaN in a
+    vectorised loop raises "invalid" where numpy's does not); else one warning per flag
+    names the first operation (innermost first) that can raise it."""
+    fpstatus.clear()
+    res = kernel()
+    raised = fpstatus.raised()
+    if raised:
+        states = [dict(zip(fpstatus.NAMES, n.err)) for n in _nodes(node, [])]
+        warn = [f for f in raised if any(s[f] == "warn" for s in states)]
+        if warn and replay and not _parts(node, []):
+            value = _replay(node)
+            if axes is not None:
+                with np.errstate(**dict(zip(fpstatus.NAMES, node.err))):
+                    np.add.reduce(value, axis=axes)
+        else:
+            order = _nodes(node, [])[::-1]  # (innermost first)
+            for f in warn:
+                ufunc = next((n.ufunc for r in _RAISERS[f] for n in order if n.ufunc is r),
+                             node.ufunc)  # fmt: skip
+                warnings.warn(f"{_WORDS[f]} encountered in {ufunc.__name__}", RuntimeWarning,
+                              stacklevel=2)  # fmt: skip
+    return res
+
+
+def _nodes(node: Any, out: list) -> list:
+    """``node`` and the nodes below it not evaluated yet."""
+    out.append(node)
+    for a in node.args:
+        if hasattr(a, "ufunc") and a.value is None:
+            _nodes(a, out)
+    return out
+
+
+def _replay(node: Any) -> Any:
+    """``node`` computed again by numpy (each operation under its recorded error state),
+    stored nowhere: for numpy's warnings (`_watched`)."""
+    args = [(a.value if a.value is not None else _replay(a)) if hasattr(a, "ufunc") else a
+            for a in node.args]  # fmt: skip
+    with np.errstate(**dict(zip(fpstatus.NAMES, node.err))):
+        return node.call(*args)
 
 
 def parts_of(node: Any) -> list:
@@ -456,12 +519,13 @@ def reduce_sum(node: Any, axes: tuple) -> np.ndarray | None:
     acc = np.add.reduce(np.empty(0, node.dtype)).dtype
     ops: list[str] = []
     b = loops.Builder(ops, _evaluate, node.shape)
-    text = b.text(node)
-    kernel = loops.compile_sum(text, len(b.values), ndim, acc)
+    b.text(node)  # (summed with its powers by ``pow``: `loops.HALF_POWERS` need two passes)
+    kernel = loops.compile_sum(b.exact, len(b.values), ndim, acc)
     rows = node.size // node.shape[-1] if len(axes) == 1 else 1
     res = np.empty(rows, acc)
     ct = loops.c_typed
-    kernel(res, node.shape, node.size // rows, *[ct(v) for v in b.values])
+    args = [ct(v) for v in b.values]
+    _watched(node, lambda: kernel(res, node.shape, node.size // rows, *args), True, axes)
     ops.append("sum")
     if active:
         rec = Record(f"fused({', '.join(ops)})")
