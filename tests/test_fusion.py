@@ -853,8 +853,10 @@ def test_in_place_write_copies_small_operands_of_pending_expressions():
         d = x[np.newaxis, :] - x[:, np.newaxis]
         y = x * 2.0
         was = _pending(d), _pending(y)
+        empty = 0 in x.local_shape  # (an empty piece shares no memory: nothing to evaluate)
         x += 1.0
-        collective_assert(_pending(d) == was[0] and not _pending(y), f"{strategy}: {was}")
+        ok = _pending(d) == was[0] and (empty or not _pending(y))
+        collective_assert(ok, f"{strategy}: {was} -> {_pending(d), _pending(y)}")
         kept.append(was[0])
         assert_equal_to_numpy(d, a[np.newaxis, :] - a[:, np.newaxis])
         assert_equal_to_numpy(y, a * 2.0)
