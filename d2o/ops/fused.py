@@ -56,6 +56,7 @@ from ..core.comm import default_comm
 from ..core.records import Record, active
 from ..move.halo import Parts
 from . import loops
+from .loops import quiet
 
 __all__ = ["run", "reduce_sum", "kernels", "parts_of", "FUSABLE"]
 
@@ -83,9 +84,6 @@ _BOOL = np.dtype(bool)
 #: numexpr's signature type of each dtype it takes
 _SIG = {np.dtype(bool): bool, np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64,
         np.dtype(np.float32): float, np.dtype(np.float64): np.float64}  # fmt: skip
-#: the error states a compiled kernel runs under (it reports "warn" as numpy does:
-#: `_watched`; where this thread's flags cannot be read, none but "ignore")
-_QUIET = ("ignore", "warn") if fpstatus.AVAILABLE else ("ignore",)
 #: numpy's words for each raised flag ("... encountered in <ufunc>")
 _WORDS = {"divide": "divide by zero", "over": "overflow", "under": "underflow",
           "invalid": "invalid value"}  # fmt: skip
@@ -136,7 +134,7 @@ _is_two = loops.is_two
 
 def _engine_ok(node: Any) -> bool:
     """True when numexpr computes ``node`` exactly as numpy does (see the module notes)."""
-    if node.value is not None or not all(e in _QUIET for e in node.err):
+    if node.value is not None or not quiet(node.err):
         return False
     f = node.ufunc
     loop = _loop(node)
@@ -514,7 +512,7 @@ def reduce_sum(node: Any, axes: tuple) -> np.ndarray | None:
         return None
     if _engine(node) != "numba" or not loops.exact(node) or _parts(node, []):
         return None
-    if not all(e in _QUIET for e in np.geterr().values()):
+    if not quiet(tuple(np.geterr().values())):
         return None
     acc = np.add.reduce(np.empty(0, node.dtype)).dtype
     ops: list[str] = []

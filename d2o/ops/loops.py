@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core import fpstatus
 
-__all__ = ["loop_dtypes", "exact", "Builder", "compile_kernel", "compile_sum", "c_typed",
+__all__ = ["loop_dtypes", "exact", "quiet", "Builder", "compile_kernel", "compile_sum", "c_typed",
            "ring_depth", "kernels", "half_power", "HALF_POWERS", "HALF_ULPS"]  # fmt: skip
 
 _NB: list = [None]  # numba, loaded at the first compiled kernel (False: not installed)
@@ -52,7 +52,6 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _INTS = tuple(np.dtype(c) for c in "bhilqBHILQ")
 _SIGNED = tuple(d for d in _INTS if d.kind == "i")
 _BOOL = np.dtype(bool)
-_QUIET = ("ignore", "warn") if fpstatus.AVAILABLE else ("ignore",)  # (`fused._watched`)
 _ARITH = {np.add: "+", np.subtract: "-", np.multiply: "*"}
 _COMPARE = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=",
             np.equal: "==", np.not_equal: "!="}  # fmt: skip
@@ -86,6 +85,13 @@ def _numba() -> Any:
 def available() -> bool:
     """True when numba can be imported (imports it)."""
     return bool(_numba())
+
+
+def quiet(err: tuple) -> bool:
+    """True when a compiled kernel may run under the error states ``err``: "ignore", or
+    "warn" where this thread's flags can be read (`d2o.ops.fused._watched` warns as
+    numpy does); under "raise", "call", "print" or "log" numpy computes."""
+    return all(e == "ignore" or (e == "warn" and fpstatus.available()) for e in err)
 
 
 def _is_node(a: Any) -> bool:
@@ -139,7 +145,7 @@ def loop_dtypes(node: Any) -> tuple | None:
 
 def exact(node: Any) -> bool:
     """True when a compiled loop computes ``node`` exactly as numpy does (module notes)."""
-    if node.value is not None or not all(e in _QUIET for e in node.err):
+    if node.value is not None or not quiet(node.err):
         return False
     loop = loop_dtypes(node)
     if loop is None or loop[-1] != node.dtype:
