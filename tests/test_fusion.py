@@ -198,13 +198,18 @@ def test_errstate_warn_warns_as_numpy_in_a_fused_kernel(monkeypatch, engine):
             collective_assert(union == expected, f"{strategy}: {union} {expected}")
             collective_assert(mine <= set(expected), f"{strategy}: {mine}")
             collective_assert(np.array_equal(got, want, equal_nan=True), f"{strategy}: values")
-    y = make(a.copy(), "equal")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        y[1:] = y[:-1] / 0.0 + 1.0
-        y.get_full_data()
-    messages = set().union(*d2o.default_comm().allgather({str(w.message) for w in caught}))
-    collective_assert(messages == {"divide by zero encountered in divide"}, f"{messages}")
+    for write, want in [
+        (lambda y: y.__setitem__(slice(1, None), y[:-1] / 0.0 + 1.0), "divide by zero in divide"),
+        (lambda y: y.__setitem__(Ellipsis, np.sqrt(y - 5.0) * 2.0), "invalid value in sqrt"),
+    ]:  # (into its own operands: not computed again, one warning per flag)
+        y = make(a.copy(), "equal")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(y)
+            y.get_full_data()
+        mine = {str(w.message).replace(" encountered", "") for w in caught}
+        messages = set().union(*d2o.default_comm().allgather(mine))
+        collective_assert(messages == {want}, f"{messages}")
 
 
 def test_negative_integer_power_raised_at_evaluation():

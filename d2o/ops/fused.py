@@ -307,7 +307,8 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
     buf = target if depth is None else np.empty((depth + 1, *target.shape[1:]), target.dtype)
     ct = loops.c_typed
     args = [ct(v) for v in b.values]
-    _watched(node, lambda: kernel(ct(target), ct(buf), target.shape, *args), depth is None)
+    intact = depth is None and _intact(b.values, target)
+    _watched(node, lambda: kernel(ct(target), ct(buf), target.shape, *args), intact)
     if out is not None and target is not out:
         out[...] = target
         return out
@@ -344,13 +345,20 @@ def _evaluate(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray
         return _numpy(node, ops, out)
     direct = out is not None and out.dtype == node.dtype and not _overlaps(b.values, out)
     res = _watched(node, lambda: kernel(*b.values, out=out if direct else None, order="K",
-                                        casting="safe", ex_uses_vml=False))  # fmt: skip
+                                        casting="safe", ex_uses_vml=False),
+                   not direct or _intact(b.values, out))  # fmt: skip
     if res.dtype != node.dtype:  # pragma: no cover - excluded by _engine_ok
         res = res.astype(node.dtype)
     if out is not None and not direct:
         out[...] = res
         return out
     return res
+
+
+def _intact(values: list, written: np.ndarray) -> bool:
+    """True when no operand in ``values`` shares memory with ``written`` (a kernel
+    writing it leaves its operands as they were: `_watched` may compute them again)."""
+    return not any(isinstance(v, np.ndarray) and np.may_share_memory(v, written) for v in values)
 
 
 def _watched(node: Any, kernel: Any, replay: bool = True, axes: tuple | None = None) -> Any:
