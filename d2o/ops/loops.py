@@ -59,6 +59,9 @@ _BOOLOPS = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.log
             np.logical_or: "|", np.logical_xor: "^"}  # fmt: skip
 _FUNCS: dict[Any, str] = {np.sqrt: "np.sqrt", np.floor: "np.floor", np.ceil: "np.ceil",
                           np.absolute: "abs"}  # fmt: skip
+#: the binary operations a loop writes as Python's operator (``**``: the C library's
+#: ``pow``, as numpy's, `libm_pow`)
+_INFIX: dict[Any, str] = {**_ARITH, np.true_divide: "/", **_COMPARE, **_BOOLOPS, np.power: "**"}
 #: operations a loop computes at about the cost of reading their operands
 _CHEAP = frozenset({*_ARITH, *_COMPARE, *_BOOLOPS, np.true_divide, np.square, np.negative,
                     np.invert, np.logical_not, np.absolute, np.floor, np.ceil, np.sqrt})  # fmt: skip
@@ -317,16 +320,9 @@ def _body(f: np.ufunc, parts: list, square: bool) -> str:
     """The text of ufunc ``f`` of the operand texts ``parts``."""
     if square:
         return f"{parts[0]} * {parts[0]}"
-    if f is np.power:  # the C library's pow, as numpy's (`libm_pow`)
-        return f"{parts[0]} ** {parts[1]}"
-    if f in _ARITH:
-        return f"{parts[0]} {_ARITH[f]} {parts[1]}"
-    if f is np.true_divide:
-        return f"{parts[0]} / {parts[1]}"
-    if f in _COMPARE:
-        return f"{parts[0]} {_COMPARE[f]} {parts[1]}"
-    if f in _BOOLOPS:
-        return f"{parts[0]} {_BOOLOPS[f]} {parts[1]}"
+    op = _INFIX.get(f)
+    if op is not None:
+        return f"{parts[0]} {op} {parts[1]}"
     if f is np.negative:
         return f"-{parts[0]}"
     if f is np.invert or f is np.logical_not:
