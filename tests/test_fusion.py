@@ -859,9 +859,12 @@ def test_in_place_write_copies_small_operands_of_pending_expressions():
         y = x * 2.0
         was = _pending(d), _pending(y)
         empty = 0 in x.local_shape  # (an empty piece shares no memory: nothing to evaluate)
-        x += 1.0
+        with d2o.trace() as t:
+            x += 1.0
         ok = _pending(d) == was[0] and (empty or not _pending(y))
         collective_assert(ok, f"{strategy}: {was} -> {_pending(d), _pending(y)}")
+        kernels = [r.op for r in t.records if r.op.startswith("fused(")]
+        collective_assert(not any("subtract" in k for k in kernels), f"{strategy}: {kernels}")
         kept.append(was[0])
         assert_equal_to_numpy(d, a[np.newaxis, :] - a[:, np.newaxis])
         assert_equal_to_numpy(y, a * 2.0)
