@@ -94,7 +94,14 @@ def quiet(err: tuple) -> bool:
     """True when a compiled kernel may run under the error states ``err``: "ignore", or
     "warn" where this thread's flags can be read (`d2o.ops.fused._watched` warns as
     numpy does); under "raise", "call", "print" or "log" numpy computes."""
-    return all(e == "ignore" or (e == "warn" and fpstatus.available()) for e in err)
+    ok = _QUIETS.get(err)
+    if ok is None:
+        ok = _QUIETS[err] = all(e == "ignore" or (e == "warn" and fpstatus.available())
+                                for e in err)  # fmt: skip
+    return ok
+
+
+_QUIETS: dict = {}  # error states -> `quiet` (a few combinations in a process)
 
 
 def _is_node(a: Any) -> bool:
@@ -140,10 +147,21 @@ def loop_dtypes(node: Any) -> tuple | None:
             types.append(_BOOL)
         else:
             types.append(type(a))
-    try:
-        return tuple(node.ufunc.resolve_dtypes((*types, None)))
-    except Exception:
-        return None
+    key = (node.ufunc, *types)
+    hit = _LOOPS.get(key, False)
+    if hit is False:
+        try:
+            hit = tuple(node.ufunc.resolve_dtypes((*types, None)))
+        except Exception:
+            hit = None
+        if len(_LOOPS) < 4096:
+            _LOOPS[key] = hit
+    return hit
+
+
+#: (ufunc, operand types) -> numpy's loop dtypes or None (`loop_dtypes`: resolving them
+#: costs microseconds, and every node asks twice)
+_LOOPS: dict = {}
 
 
 def exact(node: Any) -> bool:
@@ -221,7 +239,14 @@ def costly(node: Any) -> bool:
 
 
 def _cast(d: np.dtype) -> str:
-    return "np.bool_" if d == _BOOL else f"np.{d.name}"
+    """The text casting to ``d`` (``np.float64``); cached: ``dtype.name`` is slow."""
+    text = _CASTS.get(d)
+    if text is None:
+        text = _CASTS[d] = "np.bool_" if d == _BOOL else f"np.{d.name}"
+    return text
+
+
+_CASTS: dict = {}
 
 
 class Builder:
