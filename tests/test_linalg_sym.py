@@ -263,20 +263,20 @@ def _check_eigh(check, a, w, v, uplo, dtype, what):
         check.true(np.allclose(v.conj().T @ v, np.eye(n), atol=tol * 10), f"{what}: not unitary")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("strategy, axis", layouts(2))
-def test_eigh_on_every_layout(strategy, axis):
+def test_eigh_on_every_layout(strategy, axis, dtype):
     check = Checks()
-    for dtype in DTYPES:
-        for n in (1, 2, 9, 16):
-            a = hermitian(n, dtype, n)
-            for uplo in ("L", "u"):
-                x = make(a, strategy, axis)
-                res = dnp.linalg.eigh(x, UPLO=uplo)
-                w = res.eigenvalues.get_full_data()
-                v = res.eigenvectors.get_full_data()
-                _check_eigh(check, a, w, v, uplo.upper(), dtype, f"{strategy} {dtype} {n}")
-                wo = dnp.linalg.eigvalsh(x, uplo).get_full_data()
-                _check_eigh(check, a, wo, None, uplo.upper(), dtype, f"eigvalsh {strategy}")
+    for n in (1, 2, 9, 16):
+        a = hermitian(n, dtype, n)
+        for uplo in ("L", "u"):
+            x = make(a, strategy, axis)
+            res = dnp.linalg.eigh(x, UPLO=uplo)
+            w = res.eigenvalues.get_full_data()
+            v = res.eigenvectors.get_full_data()
+            _check_eigh(check, a, w, v, uplo.upper(), dtype, f"{strategy} {dtype} {n}")
+            wo = dnp.linalg.eigvalsh(x, uplo).get_full_data()
+            _check_eigh(check, a, wo, None, uplo.upper(), dtype, f"eigvalsh {strategy}")
     check.done()
 
 

@@ -19,8 +19,8 @@ from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed
+from ..core.hooks import defer_from as _FROM
 from ..core.hooks import depth as _depth
-from ..core.hooks import lazy_below as _BELOW
 from ..core.librarian import d2o_librarian
 from ..core.registry import RUN as _RUN
 from ..core.registry import cell, marked, operations, run_flagged
@@ -696,9 +696,8 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
     @marked(held="native", defers=True, inline=_ON_UFUNC)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
-        if _ON_UFUNC[0] and not _depth[0]:  # (small calls run plain: `small`, inlined)
-            one = len(inputs) == 1 and inputs[0] is self
-            if not (self.distributor.size < _BELOW[0] and (one or _small(self, *inputs))):
+        if _ON_UFUNC[0] and not _depth[0]:  # (with only `lazy` on: large or broadcasting)
+            if self.distributor.size >= _FROM[0] or len(inputs) > 1 and not _small(self, *inputs):
                 op = distributed_data_object.__array_ufunc__.__d2o_operation__  # type: ignore[attr-defined]
                 return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`lazy`'s frames)
         return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)

@@ -1,11 +1,12 @@
 """The operators of `d2o.distributed_data_object`, generated from one table.
 
 Every arithmetic, bitwise and comparison operator is one row of `BINARY` (the ufunc
-and Python's operator); the class gets ``__op__``, ``__rop__`` and ``__iop__`` for it
-from `d2o.ops.ufuncs` (``binary``, ``reflected``, ``inplace``), and the unary
-operators from `UNARY`.  Local on one layout; operands of other layouts are aligned
-first (one exchange).  The methods are made when the class body runs, never set onto
-the class afterwards.
+and Python's operator); the class gets ``__op__``, ``__rop__`` and ``__iop__`` for it,
+made by `d2o.ops.ufuncs`' ``binary_operator``, ``reflected_operator`` and
+``inplace_operator`` (each one Python call: the modes' test, the fast paths, the
+general path), and the unary operators from `UNARY`.  Local on one layout; operands of
+other layouts are aligned first (one exchange).  The methods are made when the class
+body runs, never set onto the class afterwards.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from ..ops import ufuncs as _ufuncs
 
 __all__ = ["Operators"]
 
-_binary = _ufuncs.binary
-_reflected = _ufuncs.reflected
-_inplace = _ufuncs.inplace
+_binary = _ufuncs.binary_operator
+_reflected = _ufuncs.reflected_operator
+_inplace = _ufuncs.inplace_operator
 _unary = _ufuncs.unary
 
 #: name -> (ufunc, Python operator, in-place operator or None for comparisons)
@@ -74,13 +75,14 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
 #: The ``lazy`` option's ``lazy_min`` while it is on, nothing is pending and no other
 #: mode needs the flagged calls, else 0 (`d2o.runtime.funnel.refresh`)
 _BELOW = hooks.lazy_below
+_FROM = hooks.defer_from
 
 
 def small(self: Any, *operands: Any) -> bool:
     """True where ``lazy`` would not record an element-wise call of ``self`` and
     ``operands`` (fewer than ``lazy_min`` elements, no broadcasting): while nothing is
-    pending it runs plain, without the runtime (the operators and ``__array_ufunc__``
-    test it themselves)."""
+    pending it runs plain, without the runtime (``__array_ufunc__``'s test of several
+    operands; the operators test `d2o.core.hooks.defer_from` themselves)."""
     d = self.distributor
     if d.size >= _BELOW[0]:
         return False
@@ -99,30 +101,10 @@ def _declared(name: str, plain: Callable) -> Operation:
                       mesh=True, held="native", defers=True)  # fmt: skip
 
 
-def _make_pair(impl: Callable, name: str, ufunc: np.ufunc, pyop: Callable, doc: str) -> Callable:
-    """The method ``name`` of two operands running ``impl(self, other, ufunc, pyop)``
-    (`d2o.ops.ufuncs`' ``binary``, ``reflected`` or ``inplace``)."""
-
-    def plain(self: Any, other: Any) -> Any:
-        return impl(self, other, ufunc, pyop)
-
-    op = _declared(name, plain)
-    on = op.on
-
-    def method(self: Any, other: Any) -> Any:
-        if on[0] and not (
-            (d := self.distributor).size < _BELOW[0]  # (`small`, inlined: the hot path)
-            and (
-                not isinstance(other, Array)
-                or (o := other.distributor) is d
-                or o.global_shape == d.global_shape
-            )
-        ):
-            return _RUN[0](op, (self, other), {})
-        return impl(self, other, ufunc, pyop)
-
-    method.__d2o_operation__ = op  # type: ignore[attr-defined]
-    return _named(method, name, doc)
+def _make_pair(factory: Callable, name: str, ufunc: np.ufunc, pyop: Callable, doc: str) -> Callable:
+    """The method ``name`` of two operands made by ``factory`` (`d2o.ops.ufuncs`'
+    ``binary_operator``, ``reflected_operator`` or ``inplace_operator``)."""
+    return _named(factory(ufunc, pyop, lambda plain: _declared(name, plain)), name, doc)
 
 
 def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
@@ -130,10 +112,9 @@ def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
         return _unary(self, ufunc)
 
     op = _declared(f"__{name}__", plain)
-    on = op.on
 
     def method(self: Any) -> Any:
-        if on[0] and not self.distributor.size < _BELOW[0]:
+        if self.distributor.size >= _FROM[0]:  # (the modes' test: `d2o.core.hooks`)
             return _RUN[0](op, (self,), {})
         return _unary(self, ufunc)
 

@@ -22,9 +22,24 @@ from ..layouts.mesh import is_mesh, moved
 from ..move.halo import Parts, boxes_for, rows_for, slab_rows
 from ..move.redistribution import exchange, redistribute
 
-__all__ = ["align", "align_out", "align_parts", "result_layout", "shifted_rows", "SCALARS"]
+__all__ = ["align", "align_out", "align_parts", "result_layout", "shifted_rows", "SCALARS",
+           "SCALAR_TYPES"]  # fmt: skip
 
 SCALARS = (int, float, complex, bool, np.generic)
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = {cls}
+    sub: type
+    for sub in cls.__subclasses__():
+        found |= _subclasses(sub)
+    return found
+
+
+#: The exact types of `SCALARS`' instances that are not user subclasses (Python's and
+#: numpy's scalar types): ``type(x) in SCALAR_TYPES`` is the operators' first test, where
+#: ``isinstance(x, SCALARS)`` of an array would try each of the five in turn.
+SCALAR_TYPES = frozenset({int, float, complex, bool} | _subclasses(np.generic))
 
 
 def shape_of(x: Any) -> tuple:

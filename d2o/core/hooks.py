@@ -9,10 +9,11 @@ below are written by the runtime and read, as plain list cells, on hot paths.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 __all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
-           "pending", "lazy_below", "use_mesh", "use_held", "drop_held"]  # fmt: skip
+           "pending", "lazy_below", "defer_from", "NEVER", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -38,6 +39,13 @@ pending = [False]
 #: flagged calls: its ``lazy_min`` (set by the runtime), else 0.  An element-wise call
 #: of fewer elements (and no broadcasting) skips the runtime and runs at once.
 lazy_below = [0]
+#: No element count reaches it (`defer_from` while nothing needs the operators' calls).
+NEVER = sys.maxsize
+#: The element count from which the operators' calls go to the runtime (set by the
+#: runtime): 0 while a mode needs every call, ``lazy_min`` while only the ``lazy`` option
+#: records them, else `NEVER`.  The operators' only test of the modes, on the array's
+#: size they read anyway.
+defer_from = [NEVER]
 
 
 def subscribe(event: str, callback: Callable[[], None]) -> None:

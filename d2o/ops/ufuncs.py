@@ -19,17 +19,28 @@ from __future__ import annotations
 import dis
 import itertools
 import sys
+from collections.abc import Callable
 from sys import getrefcount
 from typing import Any
 
 import numpy as np
 
-from ..array.align import SCALARS, align, align_out, align_parts, result_layout, shape_of
+from ..array.align import (
+    SCALAR_TYPES,
+    SCALARS,
+    align,
+    align_out,
+    align_parts,
+    result_layout,
+    shape_of,
+)
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.errors import agreed, defer
-from ..core.hooks import held_in_use
+from ..core.hooks import NEVER, held_in_use
+from ..core.hooks import defer_from as _FROM
+from ..core.registry import RUN as _RUN
 from ..layouts.distributors import Distributor, HeldScalar, get_distributor
 from ..move.halo import Parts
 from . import reductions as _reductions
@@ -224,8 +235,8 @@ def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any
 # Temporaries are reused, as numpy does for its own: in ``0.25 * (a + b + c)`` the
 # result of ``a + b`` is referenced by the interpreter's stack alone, so ``+ c`` and
 # ``0.25 *`` may write into its piece instead of allocating (and first touching) a new
-# one.  An operand is such a temporary when its reference count inside `binary` or
-# `reflected` is the count `_calibrate` measured for one, its piece is large, owns its
+# one.  An operand is such a temporary when its reference count inside the operator's
+# method is the count `_calibrate` measured for one, its piece is large, owns its
 # memory and is referenced by nothing else (no view, no local_data handed out), and the
 # result has its dtype and shape, and the calling frame is executing a binary operator
 # (an explicit ``x.__add__(y)`` of a named ``x`` shows the same count; numpy inspects its C
@@ -235,19 +246,15 @@ def _failed(exc: Exception, d: Distributor, ufunc: np.ufunc, local: list) -> Any
 _ELIDE_BYTES = 256 * 1024  # numpy's threshold for its own temporaries
 
 
-def _probe_refs(self: Any, other: Any) -> int:
-    return getrefcount(self)
-
-
 class _Probe:
     def __add__(self, other: Any) -> int:
-        return _probe_refs(self, other)
+        return getrefcount(self)
 
     __radd__ = __add__
 
 
 def _calibrate() -> int | None:
-    """The reference count of a temporary operand inside `binary` (the same call depth),
+    """The reference count of a temporary operand inside an operator's method,
     or None where a named operand shows no more (then nothing is reused)."""
     named = _Probe()
     in_named, in_temp = named + 0, _Probe() + 0
@@ -274,7 +281,7 @@ def _reuse(self: D2O, other: Any, ufunc: np.ufunc, swap: bool) -> bool:
         return False  # 3: self.data, `data`, getrefcount's argument
     if data.base is not None or not data.flags.writeable:
         return False
-    caller = sys._getframe(3)  # _reuse <- binary/reflected <- __add__ <- the caller
+    caller = sys._getframe(2)  # _reuse <- __add__ <- the caller
     if caller.f_code.co_code[caller.f_lasti] not in _OPERATOR_CODES:
         return False
     if isinstance(other, D2O):
@@ -315,6 +322,17 @@ def _held(values: Any) -> bool:
     )
 
 
+def _broadcasts(d: Distributor, other: Any) -> bool:
+    """Whether an operator's call with ``other`` goes to the runtime (`_FROM` is not
+    `NEVER`) because ``other`` is a distributed array of another shape than ``d``'s: the
+    result of broadcasting may be larger than ``self`` (``lazy`` records the call)."""
+    return (
+        _FROM[0] != NEVER
+        and isinstance(other, D2O)
+        and other.distributor.global_shape != d.global_shape
+    )
+
+
 def _outs(kwargs: dict) -> tuple:
     out = kwargs.get("out")
     return out if isinstance(out, tuple) else () if out is None else (out,)
@@ -329,66 +347,106 @@ def _call_into(self: D2O, other: Any, ufunc: np.ufunc) -> D2O:
     return self
 
 
-def binary(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
-    """``self <op> other``."""
-    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
-        type(self.distributor) is HeldScalar
-        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
-    ):
-        return _on_slabs(_call, ufunc.__name__, (ufunc, self, other), {}, held_only=True)
-    try:
-        if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
-            return self
-        if isinstance(other, _SCALARS):
-            return _from_local(pyop(self.data, other), self.distributor)
-        if isinstance(other, D2O):
-            if other.distributor is self.distributor:
-                return _from_local(pyop(self.data, other.data), self.distributor)
-        elif hasattr(other, "__array_ufunc__") and not isinstance(other, np.ndarray):
-            return NotImplemented
-    except Exception as exc:
-        local = [self.data, other.data if isinstance(other, D2O) else other]
-        return _from_local(_failed(exc, self.distributor, ufunc, local), self.distributor)
-    return apply_ufunc(ufunc, "__call__", (self, other), {})
+# The operators' methods, made for one ufunc by `binary_operator`, `reflected_operator`
+# and `inplace_operator`: in one Python call, the runtime's test (`_FROM`: every call
+# while a mode needs them; with only ``lazy`` on, calls of ``lazy_min`` elements or more,
+# or that broadcast; none while no mode is on), the 0-d view test, the fast paths and the
+# general path.
+# ``declare(plain)`` makes the method's `Operation` (`d2o.core.registry`); the runtime
+# calls ``plain``, which skips the runtime's test (``_plain``).
 
 
-def reflected(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> Any:
-    """``other <op> self`` (``__radd__``, ...)."""
-    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
-        type(self.distributor) is HeldScalar
-        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
-    ):
-        return _on_slabs(_call, ufunc.__name__, (ufunc, other, self), {}, held_only=True)
-    if isinstance(other, _SCALARS):
-        try:
-            if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, True):
+def _declare(method: Callable, declare: Callable) -> Any:
+    """``method``'s `Operation`, made by ``declare`` from the plain function the runtime
+    calls (``method`` without the modes' test)."""
+
+    def plain(self: D2O, other: Any) -> Any:
+        return method(self, other, _plain=True)
+
+    op = declare(plain)
+    method.__d2o_operation__ = op  # type: ignore[attr-defined]
+    return op
+
+
+def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = False) -> Callable:
+    """The method ``self <op> other``, or with ``into`` ``self <op>= other`` (``__iadd__``,
+    ...: in self's layout)."""
+
+    def method(self: D2O, other: Any, *, _plain: bool = False) -> Any:
+        d = self.distributor
+        if type(other) in SCALAR_TYPES:
+            scalar = same = True
+        elif isinstance(other, D2O):
+            scalar, same = False, other.distributor is d
+        else:
+            scalar = same = isinstance(other, _SCALARS)
+        if (d.size >= _FROM[0] or not same and _broadcasts(d, other)) and not _plain:
+            return _RUN[0](op, (self, other), {})
+        if held_in_use[0] and (type(d) is HeldScalar or (not scalar and _held((other,)))):
+            if into:
+                return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
+            return _on_slabs(_call, ufunc.__name__, (ufunc, self, other), {}, held_only=True)
+        if into:
+            try:
+                if scalar:
+                    self.data = pyop(self.data, other)
+                    return self
+                if same:
+                    self.data = pyop(self.data, other.data)
+                    return self
+            except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
+                defer(d.comm, exc)
                 return self
-            return _from_local(pyop(other, self.data), self.distributor)
+            apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
+            return self
+        try:
+            if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
+                return self
+            if scalar:
+                return _from_local(pyop(self.data, other), d)
+            if same:
+                return _from_local(pyop(self.data, other.data), d)
+            if (
+                not isinstance(other, D2O)
+                and hasattr(other, "__array_ufunc__")
+                and not isinstance(other, np.ndarray)
+            ):
+                return NotImplemented
         except Exception as exc:
-            failed = _failed(exc, self.distributor, ufunc, [other, self.data])
-            return _from_local(failed, self.distributor)
-    return apply_ufunc(ufunc, "__call__", (other, self), {})
+            local = [self.data, other.data if isinstance(other, D2O) else other]
+            return _from_local(_failed(exc, d, ufunc, local), d)
+        return apply_ufunc(ufunc, "__call__", (self, other), {})
+
+    op = _declare(method, declare)
+    return method
 
 
-def inplace(self: D2O, other: Any, ufunc: np.ufunc, pyop: Any) -> D2O:
-    """``self <op>= other`` (``__iadd__``, ...): in self's layout."""
-    if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
-        type(self.distributor) is HeldScalar
-        or (isinstance(other, D2O) and type(other.distributor) is HeldScalar)
-    ):
-        return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
-    try:
-        if isinstance(other, _SCALARS):
-            self.data = pyop(self.data, other)
-            return self
-        if isinstance(other, D2O) and other.distributor is self.distributor:
-            self.data = pyop(self.data, other.data)
-            return self
-    except (ValueError, ArithmeticError) as exc:  # data-dependent: see _failed
-        defer(self.distributor.comm, exc)
-        return self
-    apply_ufunc(ufunc, "__call__", (self, other), {"out": (self,)})
-    return self
+def reflected_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callable:
+    """The method ``other <op> self`` (``__radd__``, ...)."""
+
+    def method(self: D2O, other: Any, *, _plain: bool = False) -> Any:
+        d = self.distributor
+        scalar = type(other) in SCALAR_TYPES or isinstance(other, _SCALARS)
+        if (d.size >= _FROM[0] or not scalar and _broadcasts(d, other)) and not _plain:
+            return _RUN[0](op, (self, other), {})
+        if held_in_use[0] and (type(d) is HeldScalar or (not scalar and _held((other,)))):
+            return _on_slabs(_call, ufunc.__name__, (ufunc, other, self), {}, held_only=True)
+        if scalar:
+            try:
+                if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, True):
+                    return self
+                return _from_local(pyop(other, self.data), d)
+            except Exception as exc:
+                return _from_local(_failed(exc, d, ufunc, [other, self.data]), d)
+        return apply_ufunc(ufunc, "__call__", (other, self), {})
+
+    op = _declare(method, declare)
+    return method
+
+
+def inplace_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callable:
+    """The method ``self <op>= other`` (``__iadd__``, ...): in self's layout."""
+    return binary_operator(ufunc, pyop, declare, into=True)
 
 
 def unary(self: D2O, ufunc: np.ufunc) -> D2O:

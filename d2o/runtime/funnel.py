@@ -221,6 +221,10 @@ pending = hooks.pending
 #: at once (the operators and ``__array_ufunc__`` test it themselves,
 #: `d2o.api.operators.small`).
 _below = hooks.lazy_below
+#: The element count from which the operators go to `run` (`d2o.core.hooks.defer_from`).
+_from = hooks.defer_from
+#: The operators' facts (traced, mesh, held, defers): `d2o.api.operators`' declarations.
+_OPERATORS = (True, True, "native", True)
 
 
 def _level() -> int:
@@ -264,6 +268,10 @@ def refresh() -> None:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():
         cell[0] = _wanted(facts, level, lazy)
+    if not _wanted(_OPERATORS, level, lazy):
+        _from[0] = hooks.NEVER
+    else:
+        _from[0] = _below[0]
 
 
 registry.RUN[0] = run
