@@ -382,7 +382,10 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
             scalar = same = isinstance(other, _SCALARS)
         if (d.size >= _FROM[0] or not same and _broadcasts(d, other)) and not _plain:
             return _RUN[0](op, (self, other), {})
-        if held_in_use[0] and (type(d) is HeldScalar or (not scalar and _held((other,)))):
+        if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
+            type(d) is HeldScalar
+            or (not scalar and isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+        ):
             if into:
                 return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
             return _on_slabs(_call, ufunc.__name__, (ufunc, self, other), {}, held_only=True)
@@ -429,7 +432,10 @@ def reflected_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callabl
         scalar = type(other) in SCALAR_TYPES or isinstance(other, _SCALARS)
         if (d.size >= _FROM[0] or not scalar and _broadcasts(d, other)) and not _plain:
             return _RUN[0](op, (self, other), {})
-        if held_in_use[0] and (type(d) is HeldScalar or (not scalar and _held((other,)))):
+        if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
+            type(d) is HeldScalar
+            or (not scalar and isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+        ):
             return _on_slabs(_call, ufunc.__name__, (ufunc, other, self), {}, held_only=True)
         if scalar:
             try:
