@@ -452,3 +452,28 @@ def test_alltoallv_counts_what_each_rank_sends_and_receives(comm):
     expected = [((P - 1) * (me + 1) * 8, (sum(rc) - rc[me]) * 8, P)]
     collective_assert(np.array_equal(recv, want), f"rank {me}: {recv}")
     collective_assert([c[2:] for c in calls] == expected, f"rank {me}: {calls} != {expected}")
+
+
+def test_the_operators_count_follows_their_flag_cell():
+    """`hooks.defer_from`, the operators' only test of the modes, is `hooks.NEVER` exactly
+    while their flag cell is off, 0 while a mode needs every call, and ``lazy_min`` while
+    only ``lazy`` records calls; every operator and ``__array_ufunc__`` share that cell."""
+    cls = distributed_data_object
+    cell = cls.__add__.__d2o_operation__.on
+    for name in ("__sub__", "__rmul__", "__itruediv__", "__neg__", "__array_ufunc__"):
+        assert getattr(cls, name).__d2o_operation__.on is cell, name
+
+    def state() -> tuple:
+        return cell[0], hooks.defer_from[0]
+
+    with d2o.options(lazy=False, check_args=False):
+        assert state() == (False, hooks.NEVER)
+        with d2o.trace():
+            assert state() == (True, 0)
+        with d2o.options(check_args=True):
+            assert state() == (True, 0)
+        with d2o.options(lazy=True, lazy_min=1000):
+            assert state() == (True, 1000)
+            with d2o.trace():
+                assert state() == (True, 0)
+        assert state() == (False, hooks.NEVER)
