@@ -72,9 +72,8 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
     return f
 
 
-#: The ``lazy`` option's ``lazy_min`` while it is on, nothing is pending and no other
-#: mode needs the flagged calls, else 0 (`d2o.runtime.funnel.refresh`)
-_BELOW = hooks.lazy_below
+#: ``lazy_min`` while only the ``lazy`` option needs the element-wise calls, 0 while
+#: another mode needs them all, else `hooks.NEVER` (`d2o.runtime.funnel.refresh`)
 _FROM = hooks.defer_from
 
 
@@ -84,7 +83,7 @@ def small(self: Any, *operands: Any) -> bool:
     pending it runs plain, without the runtime (``__array_ufunc__``'s test of several
     operands; the operators test `d2o.core.hooks.defer_from` themselves)."""
     d = self.distributor
-    if d.size >= _BELOW[0]:
+    if d.size >= _FROM[0]:
         return False
     shape = d.global_shape
     for a in operands:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 
 __all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
-           "pending", "lazy_below", "defer_from", "NEVER", "use_mesh", "use_held", "drop_held"]  # fmt: skip
+           "pending", "defer_from", "NEVER", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
 depth = [0]
@@ -35,16 +35,13 @@ _SUBSCRIBERS: dict[str, list[Callable[[], None]]] = {}
 EVENTS = ("modes", "mesh", "held", "registered", "pending")
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = [False]
-#: While the ``lazy`` option is on, nothing is pending and no other mode needs the
-#: flagged calls: its ``lazy_min`` (set by the runtime), else 0.  An element-wise call
-#: of fewer elements (and no broadcasting) skips the runtime and runs at once.
-lazy_below = [0]
 #: No element count reaches it (`defer_from` while nothing needs the operators' calls).
 NEVER = sys.maxsize
-#: The element count from which the operators' calls go to the runtime (set by the
-#: runtime): 0 while a mode needs every call, ``lazy_min`` while only the ``lazy`` option
-#: records them, else `NEVER`.  The operators' only test of the modes, on the array's
-#: size they read anyway.
+#: The element count from which the element-wise calls (the operators,
+#: ``__array_ufunc__``) go to the runtime (set by the runtime): 0 while a mode needs every
+#: call, ``lazy_min`` while only the ``lazy`` option records them (a smaller call that
+#: does not broadcast runs at once), else `NEVER`.  The operators' only test of the
+#: modes, on the array's size they read anyway.
 defer_from = [NEVER]
 
 

@@ -216,12 +216,9 @@ held_in_use = hooks.held_in_use
 controlled = hooks.controlled
 #: True while a deferred expression is pending (`d2o.ops.deferred`).
 pending = hooks.pending
-#: ``lazy_min`` while ``lazy`` is on, nothing is pending and no other mode needs the
-#: flagged element-wise calls, else 0 (`refresh`): a call of fewer elements runs plain
-#: at once (the operators and ``__array_ufunc__`` test it themselves,
-#: `d2o.api.operators.small`).
-_below = hooks.lazy_below
-#: The element count from which the operators go to `run` (`d2o.core.hooks.defer_from`).
+#: The element count from which the element-wise calls go to `run` (`refresh`,
+#: `d2o.core.hooks.defer_from`): a smaller call runs plain at once (the operators and
+#: ``__array_ufunc__`` test it themselves, `d2o.api.operators.small`).
 _from = hooks.defer_from
 #: The operators' facts (traced, mesh, held, defers): `d2o.api.operators`' declarations.
 _OPERATORS = (True, True, "native", True)
@@ -263,15 +260,14 @@ def refresh() -> None:
     """Set the operations' flags for the modes now on (`d2o.core.hooks` events): one
     cell per combination of facts (`d2o.core.registry.CELLS`)."""
     level, lazy = _level(), _lazy_level()
-    _below[0] = _config.OPTIONS["lazy_min"] if lazy == 1 and level < 3 else 0
     if not lazy:
         _deferred.flush()  # lazy off: nothing stays pending
     for facts, cell in registry.CELLS.items():
         cell[0] = _wanted(facts, level, lazy)
     if not _wanted(_OPERATORS, level, lazy):
         _from[0] = hooks.NEVER
-    else:
-        _from[0] = _below[0]
+    else:  # (only `lazy` records them: from lazy_min on; else every call)
+        _from[0] = _config.OPTIONS["lazy_min"] if lazy == 1 and level < 3 else 0
 
 
 registry.RUN[0] = run
