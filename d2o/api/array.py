@@ -19,10 +19,8 @@ from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agreed
-from ..core.hooks import defer_from as _FROM
 from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
-from ..core.registry import RUN as _RUN
 from ..core.registry import cell, marked, operations, run_flagged
 from ..layouts.distributors import (
     STRATEGIES,
@@ -42,7 +40,6 @@ from . import dispatch as _dispatch
 from . import freeform as _freeform
 from .methods import NumpyMethods
 from .operators import Operators
-from .operators import small as _small
 
 __all__ = ["distributed_data_object"]
 
@@ -160,16 +157,16 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
                         f"unknown distribution_strategy {strategy!r}; "
                         f"choose one of {', '.join(STRATEGIES)} or a d2o.layout(...)"
                     )
-                if strategy == "freeform" and isinstance(global_data, distributed_data_object):
+                if strategy != "freeform":
+                    meta = self._parse_global(global_data, global_shape, dtype, strategy)
+                    meta = meta[:3] + (_axis_or_zero(axis, len(meta[0])),)
+                elif isinstance(global_data, distributed_data_object):
                     # the original D2O: a d2o's own pieces win over local_data/local_shape
                     piece, meta = _freeform.from_distributed(global_data, dtype, axis, copy)
-                elif strategy == "freeform":
+                else:
                     piece, meta = _freeform.from_local(
                         local_data, local_shape, global_data, dtype, copy
                     )
-                else:
-                    meta = self._parse_global(global_data, global_shape, dtype, strategy)
-                    meta = meta[:3] + (_axis_or_zero(axis, len(meta[0])),)
         except Exception as exc:  # agreed below, together with the metadata check
             error = exc
         # One collective carries both the errors and the metadata of every rank.
@@ -539,17 +536,19 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
-        d = self.distributor
-        if distribution_strategy is None and axis is None:
-            data = self.data.copy() if dtype is None else self.data.astype(dtype)
-            out = _from_local(data, d)
+        if distribution_strategy is None and axis is None:  # (no local names: faster)
+            data = self.data
+            out = _from_local(
+                data.copy() if dtype is None else data.astype(dtype), self.distributor
+            )
         else:
             target = self._target(distribution_strategy, axis)
-            data = redistribute(self.data, d, target, copy=True, explicit=True)
+            data = redistribute(self.data, self.distributor, target, copy=True, explicit=True)
             if dtype is not None:
                 data = data.astype(dtype, copy=False)
             out = _from_local(data, target)
-        out.hermitian = self.hermitian
+        if self.hermitian:
+            out.hermitian = True
         return out
 
     def _target(self, distribution_strategy: str | None, axis: int | None) -> Distributor:
@@ -599,7 +598,6 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
             given = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
             return run_flagged(distributed_data_object.copy_empty, (self,), {**given, **kwargs})
-        d = self.distributor
         data = self.data
         dt = data.dtype if dtype is None else dtype
         if (
@@ -607,8 +605,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             and local_shape is None
             and distribution_strategy is None
             and not kwargs
-        ):
-            return _from_local(np.empty(data.shape, dt), d)  # (dtype by position: faster)
+        ):  # (the dtype by position, no local names: fewer instructions)
+            return _from_local(np.empty(data.shape, dt), self.distributor)
+        d = self.distributor
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
         if strategy == "block":  # a mesh layout's label: the same layout for the new shape
             strategy = d.layout
@@ -693,14 +692,9 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    @marked(held="native", defers=True, inline=_ON_UFUNC)
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout."""
-        if _ON_UFUNC[0] and not _depth[0]:  # (with only `lazy` on: large or broadcasting)
-            if self.distributor.size >= _FROM[0] or len(inputs) > 1 and not _small(self, *inputs):
-                op = distributed_data_object.__array_ufunc__.__d2o_operation__  # type: ignore[attr-defined]
-                return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`lazy`'s frames)
-        return _ufuncs.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+    #: numpy ufuncs on distributed operands (d2o.ops.ufuncs); local on one layout.  The
+    #: function tests its flag itself (the runtime's test and the fast path in one call).
+    __array_ufunc__ = marked(held="native", defers=True, inline=_ON_UFUNC)(_ufuncs.ufunc_method)
 
     @marked(held="local")
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:

@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..array.base import Array
-from ..core import hooks
-from ..core.registry import RUN as _RUN
 from ..core.registry import Operation, declare_op, operations
 from ..ops import ufuncs as _ufuncs
 
@@ -28,7 +25,7 @@ __all__ = ["Operators"]
 _binary = _ufuncs.binary_operator
 _reflected = _ufuncs.reflected_operator
 _inplace = _ufuncs.inplace_operator
-_unary = _ufuncs.unary
+_unary = _ufuncs.unary_operator
 
 #: name -> (ufunc, Python operator, in-place operator or None for comparisons)
 BINARY: dict[str, tuple[np.ufunc, Callable, Callable | None]] = {
@@ -72,52 +69,23 @@ def _named(f: Callable, name: str, doc: str) -> Callable:
     return f
 
 
-#: ``lazy_min`` while only the ``lazy`` option needs the element-wise calls, 0 while
-#: another mode needs them all, else `hooks.NEVER` (`d2o.runtime.funnel.refresh`)
-_FROM = hooks.defer_from
-
-
-def small(self: Any, *operands: Any) -> bool:
-    """True where ``lazy`` would not record an element-wise call of ``self`` and
-    ``operands`` (fewer than ``lazy_min`` elements, no broadcasting): while nothing is
-    pending it runs plain, without the runtime (``__array_ufunc__``'s test of several
-    operands; the operators test `d2o.core.hooks.defer_from` themselves)."""
-    d = self.distributor
-    if d.size >= _FROM[0]:
-        return False
-    shape = d.global_shape
-    for a in operands:
-        if isinstance(a, Array) and a.distributor.global_shape != shape:
-            return False  # (broadcasting: the result may be larger)
-    return True
-
-
-def _declared(name: str, plain: Callable) -> Operation:
-    """The operation of the generated method ``name`` (`d2o.core.registry`): native on
-    meshes and 0-d views; the method tests its flag itself, so that no trampoline holds
-    a reference to the operands (temporaries are reused by their reference counts)."""
-    return declare_op(plain, name, ("c", __name__, "Operators", name), kind="elementwise",
+def _declared(name: str, fn: Callable) -> Operation:
+    """The operation of the generated method ``name`` (`d2o.core.registry`) that the
+    runtime runs as ``fn``: native on meshes and 0-d views; the method tests its flag
+    itself, so that no trampoline holds a reference to the operands (temporaries are
+    reused by their reference counts)."""
+    return declare_op(fn, name, ("c", __name__, "Operators", name), kind="elementwise",
                       mesh=True, held="native", defers=True)  # fmt: skip
 
 
 def _make_pair(factory: Callable, name: str, ufunc: np.ufunc, pyop: Callable, doc: str) -> Callable:
     """The method ``name`` of two operands made by ``factory`` (`d2o.ops.ufuncs`'
     ``binary_operator``, ``reflected_operator`` or ``inplace_operator``)."""
-    return _named(factory(ufunc, pyop, lambda plain: _declared(name, plain)), name, doc)
+    return _named(factory(ufunc, pyop, lambda fn: _declared(name, fn)), name, doc)
 
 
 def _make_unary(name: str, ufunc: np.ufunc) -> Callable:
-    def plain(self: Any) -> Any:
-        return _unary(self, ufunc)
-
-    op = _declared(f"__{name}__", plain)
-
-    def method(self: Any) -> Any:
-        if self.distributor.size >= _FROM[0]:  # (the modes' test: `d2o.core.hooks`)
-            return _RUN[0](op, (self,), {})
-        return _unary(self, ufunc)
-
-    method.__d2o_operation__ = op  # type: ignore[attr-defined]
+    method = _unary(ufunc, lambda fn: _declared(f"__{name}__", fn))
     return _named(method, f"__{name}__", f"numpy's ``{ufunc.__name__}``; local.")
 
 

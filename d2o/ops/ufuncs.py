@@ -38,7 +38,7 @@ from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import on_slabs as _on_slabs
 from ..core.errors import agreed, defer
-from ..core.hooks import NEVER, held_in_use
+from ..core.hooks import NEVER, depth, held_in_use
 from ..core.hooks import defer_from as _FROM
 from ..core.registry import RUN as _RUN
 from ..layouts.distributors import Distributor, HeldScalar, get_distributor
@@ -168,7 +168,64 @@ def _segmented(
     return outs if len(outs) > 1 else outs[0]
 
 
+def ufunc_method(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """The class's ``__array_ufunc__``: the runtime's test (`_FROM`, as the operators'),
+    the fast path and the rest (`array_ufunc`) in one Python call.  Operands of several
+    shapes may broadcast to a larger result: tested once the fast path (operands of one
+    layout) is ruled out.  The runtime calls it again with `depth` raised, which skips
+    the tests."""
+    d = self.distributor
+    if d.size >= _FROM[0] and not depth[0]:
+        op = ufunc_method.__d2o_operation__  # type: ignore[attr-defined]
+        return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`_inner`'s frames)
+    if method == "__call__" and not kwargs and not held_in_use[0]:
+        result = _fast(d, ufunc, inputs)
+        if result is not None:
+            return result
+    if len(inputs) > 1 and _FROM[0] != NEVER and not depth[0] and _reshapes(d, inputs):
+        op = ufunc_method.__d2o_operation__  # type: ignore[attr-defined]
+        return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`_inner`'s frames)
+    return array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+
+def _reshapes(d: Distributor, inputs: tuple) -> bool:
+    """Whether a distributed operand among ``inputs`` has another shape than ``d``'s."""
+    shape = d.global_shape
+    return any(isinstance(x, D2O) and x.distributor.global_shape != shape for x in inputs)
+
+
+def _fast(d: Distributor, ufunc: np.ufunc, inputs: tuple) -> Any:
+    """``ufunc(*inputs)`` where every operand is a scalar or an array of layout ``d`` (not
+    a 0-d view): one numpy call on the local pieces, no alignment, no agreement (the
+    shapes match on every rank by construction); else None."""
+    if ufunc.signature is not None or d.replicated and d is not _replicated(d):
+        return None
+    local: list = []
+    for x in inputs:
+        if isinstance(x, D2O):
+            if x.distributor is not d:
+                return None
+            local.append(x.data)
+        elif isinstance(x, _SCALARS):
+            local.append(x)
+        else:
+            return None
+    try:
+        result = ufunc(*local)
+    except Exception as exc:  # data-dependent: only some ranks may see it
+        result = _failed(exc, d, ufunc, local)
+    return _from_local(result, d) if ufunc.nout == 1 else _wrap(result, d)
+
+
+def _replicated(d: Distributor) -> Distributor:
+    """The replicated layout of ``d``'s shape (a result's layout when every distributed
+    operand is replicated: `result_layout`)."""
+    return get_distributor("not", d.global_shape, d.comm)
+
+
 def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """numpy's ufunc ``method`` on distributed operands: 0-d views on replicated copies,
+    generalized ufuncs (only ``matmul``), the fast path (`_fast`), else `apply_ufunc`."""
     if held_in_use[0] and (_held(inputs) or _held(_outs(kwargs))):
         # (outputs in ``out=`` are written back; the name is not an in-place one)
         args = (self, ufunc, method, *inputs)
@@ -180,26 +237,9 @@ def array_ufunc(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs:
             return _on_slabs(matmul, "matmul", inputs, {})
         return NotImplemented
     if method == "__call__" and not kwargs:
-        # Fast path (np.sqrt(obj), np.add(obj, 1)): Python scalars, numpy scalars and
-        # operands of self's very layout need no alignment and no agreement (their
-        # shapes match on every rank by construction); the layout is result_layout's.
-        d = self.distributor
-        if not d.replicated or d is get_distributor("not", d.global_shape, d.comm):
-            local: list = []
-            for x in inputs:
-                if isinstance(x, D2O):
-                    if x.distributor is not d:
-                        break
-                    local.append(x.data)
-                elif isinstance(x, _SCALARS):
-                    local.append(x)
-                else:
-                    break
-            else:
-                try:
-                    return _wrap(ufunc(*local), d)
-                except Exception as exc:  # data-dependent: only some ranks may see it
-                    return _wrap(_failed(exc, d, ufunc, local), d)
+        result = _fast(self.distributor, ufunc, inputs)
+        if result is not None:
+            return result
     for x in inputs + kwargs.get("out", ()):
         if hasattr(x, "__array_ufunc__") and not isinstance(x, (D2O, np.ndarray, np.generic)):
             return NotImplemented
@@ -352,18 +392,15 @@ def _call_into(self: D2O, other: Any, ufunc: np.ufunc) -> D2O:
 # while a mode needs them; with only ``lazy`` on, calls of ``lazy_min`` elements or more,
 # or that broadcast; none while no mode is on), the 0-d view test, the fast paths and the
 # general path.
-# ``declare(plain)`` makes the method's `Operation` (`d2o.core.registry`); the runtime
-# calls ``plain``, which skips the runtime's test (``_plain``).
+# ``declare(method)`` makes the method's `Operation` (`d2o.core.registry`); the runtime
+# calls the method again with `depth` raised, which skips the runtime's test (as
+# ``__array_ufunc__``, `ufunc_method`; a keyword flag would cost each call a lookup of
+# the function's keyword defaults).
 
 
 def _declare(method: Callable, declare: Callable) -> Any:
-    """``method``'s `Operation`, made by ``declare`` from the plain function the runtime
-    calls (``method`` without the modes' test)."""
-
-    def plain(self: D2O, other: Any) -> Any:
-        return method(self, other, _plain=True)
-
-    op = declare(plain)
+    """``method``'s `Operation`, made by ``declare``."""
+    op = declare(method)
     method.__d2o_operation__ = op  # type: ignore[attr-defined]
     return op
 
@@ -372,7 +409,7 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
     """The method ``self <op> other``, or with ``into`` ``self <op>= other`` (``__iadd__``,
     ...: in self's layout)."""
 
-    def method(self: D2O, other: Any, *, _plain: bool = False) -> Any:
+    def method(self: D2O, other: Any) -> Any:
         d = self.distributor
         if type(other) in SCALAR_TYPES:
             scalar = same = True
@@ -380,7 +417,7 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
             scalar, same = False, other.distributor is d
         else:
             scalar = same = isinstance(other, _SCALARS)
-        if (d.size >= _FROM[0] or not same and _broadcasts(d, other)) and not _plain:
+        if (d.size >= _FROM[0] or not same and _broadcasts(d, other)) and not depth[0]:
             return _RUN[0](op, (self, other), {})
         if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
             type(d) is HeldScalar
@@ -427,10 +464,10 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
 def reflected_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callable:
     """The method ``other <op> self`` (``__radd__``, ...)."""
 
-    def method(self: D2O, other: Any, *, _plain: bool = False) -> Any:
+    def method(self: D2O, other: Any) -> Any:
         d = self.distributor
         scalar = type(other) in SCALAR_TYPES or isinstance(other, _SCALARS)
-        if (d.size >= _FROM[0] or not scalar and _broadcasts(d, other)) and not _plain:
+        if (d.size >= _FROM[0] or not scalar and _broadcasts(d, other)) and not depth[0]:
             return _RUN[0](op, (self, other), {})
         if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
             type(d) is HeldScalar
@@ -453,6 +490,25 @@ def reflected_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callabl
 def inplace_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callable:
     """The method ``self <op>= other`` (``__iadd__``, ...): in self's layout."""
     return binary_operator(ufunc, pyop, declare, into=True)
+
+
+def unary_operator(ufunc: np.ufunc, declare: Callable) -> Callable:
+    """The method ``-self``, ``abs(self)``, ...: local (the runtime's test, as the binary
+    operators')."""
+
+    def method(self: D2O) -> Any:
+        d = self.distributor
+        if d.size >= _FROM[0] and not depth[0]:
+            return _RUN[0](op, (self,), {})
+        if held_in_use[0] and type(d) is HeldScalar:
+            return _on_slabs(_call, ufunc.__name__, (ufunc, self), {}, held_only=True)
+        try:
+            return _from_local(ufunc(self.data), d)
+        except Exception as exc:
+            return _from_local(_failed(exc, d, ufunc, [self.data]), d)
+
+    op = _declare(method, declare)
+    return method
 
 
 def unary(self: D2O, ufunc: np.ufunc) -> D2O:

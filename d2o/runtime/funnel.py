@@ -218,7 +218,7 @@ controlled = hooks.controlled
 pending = hooks.pending
 #: The element count from which the element-wise calls go to `run` (`refresh`,
 #: `d2o.core.hooks.defer_from`): a smaller call runs plain at once (the operators and
-#: ``__array_ufunc__`` test it themselves, `d2o.api.operators.small`).
+#: ``__array_ufunc__`` test it themselves, `d2o.ops.ufuncs`).
 _from = hooks.defer_from
 #: The operators' facts (traced, mesh, held, defers): `d2o.api.operators`' declarations.
 _OPERATORS = (True, True, "native", True)
