@@ -51,6 +51,7 @@ _ON_INIT = cell(mesh=True, held="local")
 #: ``__array_ufunc__``'s: element-wise calls the ``lazy`` option records (``defers``)
 _ON_UFUNC = cell(mesh=True, held="native", defers=True)
 _FLOAT64 = np.dtype(np.float64)
+_empty = np.empty
 _FLOAT64_STR = _FLOAT64.str
 
 
@@ -536,11 +537,11 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
-        if distribution_strategy is None and axis is None:  # (no local names: faster)
-            data = self.data
-            out = _from_local(
-                data.copy() if dtype is None else data.astype(dtype), self.distributor
-            )
+        if dtype is None and distribution_strategy is None and axis is None and not self.hermitian:
+            return _from_local(self.data.copy(), self.distributor)  # (the commonest case)
+        if distribution_strategy is None and axis is None:
+            data = self.data.copy() if dtype is None else self.data.astype(dtype)
+            out = _from_local(data, self.distributor)
         else:
             target = self._target(distribution_strategy, axis)
             data = redistribute(self.data, self.distributor, target, copy=True, explicit=True)
@@ -599,14 +600,16 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             given = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
             return run_flagged(distributed_data_object.copy_empty, (self,), {**given, **kwargs})
         data = self.data
-        dt = data.dtype if dtype is None else dtype
         if (
             global_shape is None
             and local_shape is None
             and distribution_strategy is None
             and not kwargs
         ):  # (the dtype by position, no local names: fewer instructions)
-            return _from_local(np.empty(data.shape, dt), self.distributor)
+            return _from_local(
+                _empty(data.shape, data.dtype if dtype is None else dtype), self.distributor
+            )
+        dt = data.dtype if dtype is None else dtype
         d = self.distributor
         strategy = d.strategy if distribution_strategy is None else distribution_strategy
         if strategy == "block":  # a mesh layout's label: the same layout for the new shape

@@ -411,7 +411,17 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
 
     def method(self: D2O, other: Any) -> Any:
         d = self.distributor
-        if type(other) in SCALAR_TYPES:
+        if type(other) in SCALAR_TYPES:  # the commonest case first, in fewest steps
+            if (d.size < _FROM[0] or depth[0]) and not held_in_use[0]:
+                try:
+                    if into:
+                        self.data = pyop(self.data, other)
+                        return self
+                    if getrefcount(self) == _TEMP and _reuse(self, other, ufunc, False):
+                        return self
+                    return _from_local(pyop(self.data, other), d)
+                except Exception as exc:
+                    return _scalar_failed(exc, self, other, ufunc, into)
             scalar = same = True
         elif isinstance(other, D2O):
             scalar, same = False, other.distributor is d
@@ -459,6 +469,18 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
 
     op = _declare(method, declare)
     return method
+
+
+def _scalar_failed(exc: Exception, self: D2O, other: Any, ufunc: np.ufunc, into: bool) -> Any:
+    """An operator's numpy error with a scalar ``other`` (see `_failed`): in place, a data
+    error is deferred to the next collective and self returned unchanged."""
+    d = self.distributor
+    if into:
+        if not isinstance(exc, (ValueError, ArithmeticError)):
+            raise exc
+        defer(d.comm, exc)
+        return self
+    return _from_local(_failed(exc, d, ufunc, [self.data, other]), d)
 
 
 def reflected_operator(ufunc: np.ufunc, pyop: Any, declare: Callable) -> Callable:
