@@ -431,7 +431,7 @@ def binary_operator(ufunc: np.ufunc, pyop: Any, declare: Callable, into: bool = 
             return _RUN[0](op, (self, other), {})
         if held_in_use[0] and (  # (`_held` of the two operands, inlined: no call, no tuple)
             type(d) is HeldScalar
-            or (not scalar and isinstance(other, D2O) and type(other.distributor) is HeldScalar)
+            or (not same and isinstance(other, D2O) and type(other.distributor) is HeldScalar)
         ):
             if into:
                 return _on_slabs(_call_into, "inplace", (self, other, ufunc), {}, held_only=True)
