@@ -182,16 +182,10 @@ def ufunc_method(self: D2O, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs
         result = _fast(d, ufunc, inputs)
         if result is not None:
             return result
-    if len(inputs) > 1 and _FROM[0] != NEVER and not depth[0] and _reshapes(d, inputs):
+    if len(inputs) > 1 and not depth[0] and any(_broadcasts(d, x) for x in inputs):
         op = ufunc_method.__d2o_operation__  # type: ignore[attr-defined]
         return _RUN[0](op, (self, ufunc, method, *inputs), kwargs)  # (`_inner`'s frames)
     return array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-
-def _reshapes(d: Distributor, inputs: tuple) -> bool:
-    """Whether a distributed operand among ``inputs`` has another shape than ``d``'s."""
-    shape = d.global_shape
-    return any(isinstance(x, D2O) and x.distributor.global_shape != shape for x in inputs)
 
 
 def _fast(d: Distributor, ufunc: np.ufunc, inputs: tuple) -> Any:
@@ -363,9 +357,9 @@ def _held(values: Any) -> bool:
 
 
 def _broadcasts(d: Distributor, other: Any) -> bool:
-    """Whether an operator's call with ``other`` goes to the runtime (`_FROM` is not
-    `NEVER`) because ``other`` is a distributed array of another shape than ``d``'s: the
-    result of broadcasting may be larger than ``self`` (``lazy`` records the call)."""
+    """Whether an element-wise call with operand ``other`` goes to the runtime (`_FROM` is
+    not `NEVER`) because ``other`` is a distributed array of another shape than ``d``'s:
+    the result of broadcasting may be larger than ``self`` (``lazy`` records the call)."""
     return (
         _FROM[0] != NEVER
         and isinstance(other, D2O)
