@@ -39,7 +39,8 @@ def _comm_of(obj: Any = None):
 
 
 def _agree(local_msg: str | None, comm=None) -> None:
-    """Raise AssertionError on every rank if any rank reports a failure message.
+    """Raise AssertionError on every rank if any rank reports a failure message (a one-byte
+    Allreduce; the messages are gathered only when some rank failed).
 
     Parameters
     ----------
@@ -51,7 +52,10 @@ def _agree(local_msg: str | None, comm=None) -> None:
     comm = default_comm() if comm is None else comm
     if local_msg is not None and len(local_msg) > _MAX_MSG:
         local_msg = local_msg[:_MAX_MSG] + " ..."
-    msgs = comm.allgather(local_msg)
+    if comm.size > 1 and hasattr(comm, "any_flag"):  # a d2o Comm: one 1-byte Allreduce ...
+        if not comm.any_flag(local_msg is not None):
+            return
+    msgs = comm.allgather(local_msg)  # ... and the messages only when a check failed
     failing = [r for r, m in enumerate(msgs) if m is not None]
     if not failing:
         return

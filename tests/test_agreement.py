@@ -28,6 +28,7 @@ from d2o.testing import assert_raises_everywhere, collective_assert
 comm = default_comm()
 BAD = comm.size - 1
 RECORD = 96  # bytes of an agreement record (d2o.core.errors.RECORD_WORDS * 8)
+two = pytest.mark.skipif(comm.size == 1, reason="needs two ranks to disagree")
 
 
 @pytest.fixture(autouse=True)
@@ -212,6 +213,39 @@ def test_checked_mode_rides_on_the_record_and_checks_alone_in_one_allreduce():
     collective_assert(x[1, 1] == 2.0)
 
 
+def test_construction_makes_one_96_byte_allreduce():
+    """The metadata of every rank agrees through a digest (``agree_same``), not a gather
+    of every rank's; only 'freeform' gathers the pieces' lengths, which it needs."""
+    a = np.arange(40.0).reshape(8, 5)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        for strategy in ("equal", "fftw", "not"):
+            d2o.distributed_data_object(global_shape=(8, 5), distribution_strategy=strategy)
+            d2o.distributed_data_object(a, distribution_strategy=strategy, axis=1)
+        d2o.distributed_data_object(
+            a, distribution_strategy=d2o.layout((comm.size, 1), split=(0, 1))
+        )
+    msg = _only_allreduce_records(t)
+    collective_assert(msg is None, msg)
+    collective_assert(len(t.records) == 7, t.records)
+    with d2o.options(check_args=False), d2o.trace() as t:
+        d2o.distributed_data_object(local_data=np.ones((comm.rank + 1, 2)))
+    want = [] if comm.size == 1 else ["Allreduce", "allgather"]
+    collective_assert([c[1] for c in t.calls][:2] == want, t.calls)
+
+
+@two
+@pytest.mark.parametrize("bad", [{"global_shape": (9, 5)}, {"dtype": np.float32},
+                                 {"distribution_strategy": "fftw"}, {"axis": 1}])  # fmt: skip
+def test_construction_with_other_metadata_on_one_rank_raises_everywhere(bad):
+    kw = {"global_shape": (8, 5), "dtype": np.float64, "distribution_strategy": "equal"}
+    with d2o.options(check_args=False):  # (checked mode would name the argument first)
+        err = assert_raises_everywhere(ValueError, lambda: d2o.distributed_data_object(
+            **{**kw, **(bad if comm.rank == BAD else {})}))  # fmt: skip
+    collective_assert("same on every rank" in str(err), str(err))
+    x = d2o.distributed_data_object(**kw)  # still in step
+    collective_assert(x.shape == (8, 5) and x.dtype == np.float64)
+
+
 def test_small_axis_reductions_make_one_allreduce_of_the_result():
     a = np.arange(40.0).reshape(8, 5)
     x = make(a, "equal", 0)
@@ -228,9 +262,6 @@ def test_small_axis_reductions_make_one_allreduce_of_the_result():
 
 def _per_rank(good, bad):
     return bad if comm.rank == BAD else good
-
-
-two = pytest.mark.skipif(comm.size == 1, reason="needs two ranks to disagree")
 
 
 @two

@@ -18,7 +18,7 @@ from ..array.base import from_local as _from_local
 from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
-from ..core.errors import agree_gather, agreed
+from ..core.errors import agree_gather, agree_same, agreed
 from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
 from ..core.registry import cell, marked, operations, run_flagged
@@ -170,10 +170,12 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
                     )
         except Exception as exc:  # agreed below, together with the metadata check
             error = exc
-        # One collective carries both the errors and the metadata of every rank.
+        # One small collective carries the errors and a digest of the metadata; freeform
+        # pieces (whose lengths every rank needs) and a mismatch gather the metadata.
         metas = None
         if c.size > 1 and (not skip_parsing or strategy == "freeform"):
-            metas = agree_gather(c, error, meta)
+            same, free = agree_same(c, error, meta, strategy == "freeform")
+            metas = agree_gather(c, None, meta) if free or not same else None
         elif error is not None:
             raise error
         if piece is not None:

@@ -11,6 +11,7 @@ record (`allreduce_agreed`), so no agreement gathers anything per rank.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import sys
 import warnings
@@ -29,6 +30,7 @@ __all__ = [
     "agreed",
     "agree",
     "agree_gather",
+    "agree_same",
     "allreduce_agreed",
     "new_record",
     "payload",
@@ -355,6 +357,33 @@ def allreduce_agreed(
         _PENDING[0] = None
         raise_agreed(comm, error)
     return out
+
+
+def agree_same(comm: Comm, error: BaseException | None, value: Any, flag: bool = False) -> tuple:
+    """Collective: whether ``value`` is the same on every rank, and whether any rank set
+    ``flag``; raises on every rank if any rank has ``error``.
+
+    One `allreduce_agreed` of a record (O(log P) messages, nothing per rank): its payload
+    holds a 64-bit digest of ``repr(value)`` and its complement, ORed over the ranks (every
+    rank sent the same digest iff no bit is set in both), and the flags.  A mismatch of
+    the digests is a mismatch of the values (`agree_gather` shows them, on that path only).
+    Returns ``(same, flagged)``.
+    """
+    if comm.size == 1:
+        if error is not None:
+            raise error
+        return True, flag
+    record = new_record()
+    if error is None:
+        d = int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "little")
+        record[HEADER_WORDS : HEADER_WORDS + 3] = (d, d ^ _ONES, int(flag))
+        record[0] = _VALUE
+    out = allreduce_agreed(comm, error, record)
+    both = int(out[HEADER_WORDS]) & int(out[HEADER_WORDS + 1])
+    return both == 0, bool(out[HEADER_WORDS + 2])
+
+
+_ONES = (1 << 64) - 1
 
 
 def digests_agree(record: np.ndarray) -> bool:
