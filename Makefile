@@ -23,13 +23,16 @@ export D2O_MPI_LOGDIR ?= $(CURDIR)/.mpi-logs
 export D2O_HANG_TIMEOUT ?= 100
 
 export OMP_NUM_THREADS := 1
+# Each stage starts fresh processes (one per rank): let them reuse compiled bytecode (an
+# environment's PYTHONDONTWRITEBYTECODE=1 cost each ~4 s of compiling the suite and d2o).
+export PYTHONDONTWRITEBYTECODE :=
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
 # A failed pip install removes .venv/bin/python, so the next make retries it.
 .DELETE_ON_ERROR:
 
-.PHONY: venv lint format test test-serial test-docs test-mpi test-scale test-wheel docs demo bench clean
+.PHONY: venv lint format test test-lane-a test-lane-b test-serial test-docs test-mpi test-scale test-wheel docs demo bench clean
 
 venv: $(BIN)/python
 
@@ -59,14 +62,24 @@ format: venv
 	$(BIN)/ruff format $(wildcard $(LINT_PATHS))
 	$(BIN)/ruff check --fix $(wildcard $(LINT_PATHS))
 
-test: venv
+# The stages that keep one core busy run two at a time (two lanes; each lane's output
+# shows when it ends), then the MPI stages from 2 ranks on, which take every core.
+test: venv $(DOCS_STAMP)
+	@echo "==> two lanes at once (one core each; each lane's output shows when it ends):"
+	@echo "    [lint, doctests, docs, mpiexec -n 1] and [without MPI, wheel]"
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-lane-a test-lane-b
+	@$(MAKE) --no-print-directory test-mpi NPROCS="$(filter-out 1,$(NPROCS))"
+	@echo "==> all test stages passed"
+
+test-lane-a: venv $(DOCS_STAMP)
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory test-serial
 	@$(MAKE) --no-print-directory test-docs
 	@$(MAKE) --no-print-directory docs
-	@$(MAKE) --no-print-directory test-mpi
+	@$(MAKE) --no-print-directory test-mpi NPROCS="$(filter 1,$(NPROCS))"
+
+test-lane-b: venv
+	@$(MAKE) --no-print-directory test-serial
 	@$(MAKE) --no-print-directory test-wheel
-	@echo "==> all test stages passed"
 
 test-serial: venv
 	@echo "==> tests without MPI (D2O_MPI=0)"
@@ -87,26 +100,36 @@ test-docs: venv
 	@echo "==> the paper listings' outputs shown in the docs"
 	timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python docs/_scripts/listings.py --check
 
-# The MPI stages run in d2o's checked mode: global arguments are compared across ranks.
+# The MPI stages on CHECKED_NPROCS ranks run in d2o's checked mode (global arguments are
+# compared across ranks); the others in the default, unchecked mode that users run (checked
+# mode costs every operation an agreement and a digest: measured at -n 4, 22 % of a stage).
+CHECKED_NPROCS ?= 1 2
+# The MPI stages on LAZY_NPROCS ranks defer every element-wise call (D2O_LAZY=1: `lazy_min`
+# 0, so the suite's small arrays take the deferred, fused path); the others run the default
+# (`lazy` on from 524288 elements: the suite's arrays run eagerly).
+LAZY_NPROCS ?= 3
 # More ranks than cores (3 and 4 on a 2-core machine): MPICH's waits busy-poll, so a rank
-# waiting in a collective spins on the core that the rank it waits for needs.  There the
-# waits sleep instead (OVERSUBSCRIBED_ENV: nanosleep in place of sched_yield); measured
-# here at -n 4, 1500 rounds of two small collectives: 8.4 -> 4.2 ms a round.  Not with a
-# core per rank, where spinning is the fastest wait.  From 3 ranks on, tests/conftest.py
-# also thins the dtype sweeps (each keeps its widest and narrowest floating dtype: 693 of
-# 3259 tests deselected at 3 ranks, 694 of 3287 at 4); the full sweeps run without MPI and
-# at 1 and 2 ranks (D2O_TESTS_ALL_DTYPES=1: at every rank count).  See docs/development.md.
+# waiting in a collective spins on the core that the rank it waits for needs.
 # MPIR_CVAR_ENABLE_HEAVY_YIELD=1 (a waiting rank sleeps) shortens these stages on a machine
 # loaded by other work but lengthened the 3-rank stage on the idle one (419 s against 294 s
 # for fewer tests): off by default, `make test OVERSUBSCRIBED_ENV=MPIR_CVAR_ENABLE_HEAVY_YIELD=1`.
+# From 3 ranks on, tests/conftest.py also thins the dtype sweeps (each keeps its widest and
+# narrowest floating dtype); the full sweeps run without MPI and at 1 and 2 ranks
+# (D2O_TESTS_ALL_DTYPES=1: at every rank count).  See docs/development.md.
 OVERSUBSCRIBED_ENV ?=
+# Each rank bound to one core (hydra places them round-robin): a rank that waits then stays
+# beside the same rank instead of migrating (measured at -n 4, four test files: 41-43 s
+# against 46-47 s unbound).  MPI_BIND= leaves the placement to the kernel.
+MPI_BIND ?= -bind-to core
 # (getconf, not nproc: nproc counts OMP_NUM_THREADS, which this Makefile sets to 1)
 NCORES ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 test-mpi: venv
 	@set -e; for n in $(NPROCS); do \
 	  extra=; [ $$n -le $(NCORES) ] || extra="$(OVERSUBSCRIBED_ENV)"; \
-	  echo "==> tests under mpiexec -n $$n$${extra:+ ($$extra: more ranks than cores)}"; \
-	  env $$extra D2O_CHECK_ARGS=1 timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
+	  chk=0; case " $(CHECKED_NPROCS) " in *" $$n "*) chk=1;; esac; \
+	  lazy=; case " $(LAZY_NPROCS) " in *" $$n "*) lazy=1;; esac; \
+	  echo "==> tests under mpiexec -n $$n ($$([ $$chk = 1 ] && echo checked || echo unchecked) mode$${lazy:+, every element-wise call deferred})$${extra:+ ($$extra: more ranks than cores)}"; \
+	  env $$extra D2O_CHECK_ARGS=$$chk $${lazy:+D2O_LAZY=1} timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) $(MPI_BIND) -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
 	    $(PYTEST_OPTS) --timeout-method=thread $(TESTS) \
 	    || { rc=$$?; \
 	         if [ ! -e "$$D2O_MPI_LOGDIR/reported" ]; then \

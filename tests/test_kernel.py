@@ -108,6 +108,13 @@ def test_install_and_remove_from_the_command_line(jupyter_env, capsys):
 # -- the notebook, through nbclient -----------------------------------------------------
 
 
+def _ipc(directory: Path) -> dict:
+    """The kernel's channels as Unix sockets under ``directory``: TCP ports chosen by
+    jupyter_client are free when chosen, not when the kernel binds them, and other work on
+    the machine (make test's other lane) may take one in between."""
+    return {"transport": "ipc", "ip": str(directory / "ipc")}
+
+
 def _stdout(cell) -> str:
     return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
 
@@ -118,7 +125,7 @@ def test_notebook_runs_on_two_processes(installed, tmp_path):
     connection_file = str(tmp_path / "kernel-nb.json")  # names the kernel's processes
     client = nbclient.NotebookClient(
         nb,
-        config=Config({"KernelManager": {"connection_file": connection_file}}),
+        config=Config({"KernelManager": {"connection_file": connection_file, **_ipc(tmp_path)}}),
         kernel_name=installed,
         timeout=120,
         startup_timeout=120,
@@ -155,7 +162,9 @@ class _Kernel:
 
     def __init__(self, name: str, connection_file: str) -> None:
         self.connection_file = connection_file
-        self.km = KernelManager(kernel_name=name, connection_file=connection_file)
+        self.km = KernelManager(
+            kernel_name=name, connection_file=connection_file, **_ipc(Path(connection_file).parent)
+        )
         self.km.start_kernel()
         self.process = self.km.provisioner.process  # mpiexec
         self.kc = self.km.client()
