@@ -107,7 +107,7 @@ CHECKED_NPROCS ?= 1 2
 # The MPI stages on LAZY_NPROCS ranks defer every element-wise call (D2O_LAZY=1: `lazy_min`
 # 0, so the suite's small arrays take the deferred, fused path); the others run the default
 # (`lazy` on from 524288 elements: the suite's arrays run eagerly).
-LAZY_NPROCS ?= 3
+LAZY_NPROCS ?= 1 3
 # More ranks than cores (3 and 4 on a 2-core machine): MPICH's waits busy-poll, so a rank
 # waiting in a collective spins on the core that the rank it waits for needs.
 # MPIR_CVAR_ENABLE_HEAVY_YIELD=1 (a waiting rank sleeps) shortens these stages on a machine
