@@ -15,6 +15,7 @@ import numpy as np
 from .. import io as _io
 from ..array.base import ArrayBase, as_shape
 from ..array.base import from_local as _from_local
+from ..core import buffers as _buffers
 from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
@@ -540,7 +541,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
         if dtype is None and distribution_strategy is None and axis is None and not self.hermitian:
-            return _from_local(self.data.copy(), self.distributor)  # (the commonest case)
+            return _from_local(_buffers.copy(self.data), self.distributor)  # (the commonest case)
         if distribution_strategy is None and axis is None:
             data = self.data.copy() if dtype is None else self.data.astype(dtype)
             out = _from_local(data, self.distributor)

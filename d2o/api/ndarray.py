@@ -23,6 +23,7 @@ from ..array.base import Array as D2O
 from ..array.base import as_shape as _as_shape
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
+from ..core import buffers as _buffers
 from ..core.errors import agreed
 from ..io._npy import write_raw
 from ..layouts.distributors import Distributor, get_distributor, like
@@ -114,7 +115,7 @@ def resize(x: D2O, new_shape: tuple, refcheck: bool = True) -> None:
             raise ValueError("cannot resize this array: it does not own its data")
         if getattr(x, "_padded", None) is not None:
             raise ValueError("cannot resize an array with ghost cells")
-        if refcheck and x.data.base is None and sys.getrefcount(x.data) > 2:
+        if refcheck and _referenced(x):
             raise ValueError(
                 "cannot resize an array that references or is referenced\nby another array "
                 "in this way.\nUse the np.resize function or refcheck=False"
@@ -128,6 +129,19 @@ def resize(x: D2O, new_shape: tuple, refcheck: bool = True) -> None:
         got = x.get_data(np.unravel_index(g[sel], x.shape), local_keys=True) if x.ndim else x[()]
         new.data[sel] = np.asarray(got.data if isinstance(got, D2O) else got).reshape(-1)
     x.data, x.distributor = new.data, new.distributor
+
+
+def _referenced(x: D2O) -> bool:
+    """Whether another array references ``x``'s piece: the piece's own references beyond
+    ``x``'s, or those of its kept buffer (`d2o.core.buffers`) beyond the pool's and the
+    piece's; a piece of other memory is not checked."""
+    base = x.data.base
+    if base is None:
+        return sys.getrefcount(x.data) > 2
+    if not _buffers.kept(base):
+        return False
+    # the buffer's: the pool, the piece's base, ``base`` here and getrefcount's argument
+    return sys.getrefcount(x.data) > 2 or sys.getrefcount(base) > 4
 
 
 def _resized_layout(d: Distributor, shape: tuple) -> Distributor:

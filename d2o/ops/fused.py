@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import fpstatus
+from ..core import buffers, fpstatus
 from ..core.comm import default_comm
 from ..core.records import Record, active
 from ..move.halo import Parts
@@ -235,6 +235,7 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
                     and v.dtype == node.dtype
                 ):
                     return node.ufunc(*args, out=v)
+            return node.ufunc(*args, out=buffers.empty(node.shape, node.dtype))
         res = node.call(*args)
         if out is not None:
             out[...] = res
@@ -296,7 +297,7 @@ def _compiled(node: Any, ops: list, out: np.ndarray | None) -> np.ndarray:
     depth = None
     target = out
     if out is None or out.dtype != node.dtype:
-        target = np.empty(node.shape, node.dtype)
+        target = buffers.empty(node.shape, node.dtype)
     elif _overlaps(b.values, out):  # (an operand that is ``out`` itself: ``x += a * p``)
         depth = loops.ring_depth(b.values, out)
         if depth is None:
