@@ -221,12 +221,12 @@ def test_construction_makes_one_96_byte_allreduce():
         for strategy in ("equal", "fftw", "not"):
             d2o.distributed_data_object(global_shape=(8, 5), distribution_strategy=strategy)
             d2o.distributed_data_object(a, distribution_strategy=strategy, axis=1)
-        d2o.distributed_data_object(
-            a, distribution_strategy=d2o.layout((comm.size, 1), split=(0, 1))
-        )
+        for lay in (d2o.layout((comm.size, 1), split=(0, 1)),  # a mesh; block-cyclic
+                    d2o.layout((comm.size,), split=(0,), block=2)):  # fmt: skip
+            d2o.distributed_data_object(a, distribution_strategy=lay)
     msg = _only_allreduce_records(t)
     collective_assert(msg is None, msg)
-    collective_assert(len(t.records) == 7, t.records)
+    collective_assert(len(t.records) == 8, t.records)
     with d2o.options(check_args=False), d2o.trace() as t:
         d2o.distributed_data_object(local_data=np.ones((comm.rank + 1, 2)))
     want = [] if comm.size == 1 else ["Allreduce", "allgather"]

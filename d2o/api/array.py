@@ -15,7 +15,6 @@ import numpy as np
 from .. import io as _io
 from ..array.base import ArrayBase, as_shape
 from ..array.base import from_local as _from_local
-from ..core import buffers as _buffers
 from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
@@ -171,8 +170,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
                     )
         except Exception as exc:  # agreed below, together with the metadata check
             error = exc
-        # One small collective carries the errors and a digest of the metadata; freeform
-        # pieces (whose lengths every rank needs) and a mismatch gather the metadata.
+        # one 96-byte record: the errors, a digest of the metadata (gathered: freeform, a mismatch)
         metas = None
         if c.size > 1 and (not skip_parsing or strategy == "freeform"):
             same, free = agree_same(c, error, meta, strategy == "freeform")
@@ -541,7 +539,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
         if dtype is None and distribution_strategy is None and axis is None and not self.hermitian:
-            return _from_local(_buffers.copy(self.data), self.distributor)  # (the commonest case)
+            return _from_local(self.data.copy(), self.distributor)  # (the commonest case)
         if distribution_strategy is None and axis is None:
             data = self.data.copy() if dtype is None else self.data.astype(dtype)
             out = _from_local(data, self.distributor)

@@ -1,10 +1,11 @@
 """Large local buffers kept for reuse: a fresh array's pages each cost a fault.
 
-A loop that makes a large temporary each step (``u_old = u.copy()``, ``u - u_old``) and
-drops it at the end of the step gets fresh pages every time: the C library gives large
-blocks back to the system when they are freed (two 11 MB blocks freed together on a
-1200 x 1200 grid: about 1,000 page faults a step, measured; close to half of a fused
-Laplace sweep's time).  `empty` hands out pieces of `MIN_BYTES` or more from buffers
+A loop that makes large temporaries each step (``u_old = u.copy()``, ``u - u_old``) and
+drops them at the end of the step gets fresh pages every time: the C library gives
+large blocks back to the system when they are freed (two 11 MB blocks freed together on
+a 1200 x 1200 grid: about 1,000 page faults a step, measured; close to half of a fused
+Laplace sweep's time).  The fused kernels' results come from here (`d2o.ops.fused`);
+with one of the two kept, the other's block is reused by the C library itself.  `empty` hands out pieces of `MIN_BYTES` or more from buffers
 it keeps (at most `HELD`, of which at most `FREE` unused: the memory kept beyond what
 arrays use is at most two pieces; the least recently used go first): a buffer is reused
 only when nothing else references it any more (its reference count: every array made
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["empty", "copy", "held", "kept", "MIN_BYTES", "HELD", "FREE"]
+__all__ = ["empty", "held", "kept", "MIN_BYTES", "HELD", "FREE"]
 
 #: pieces smaller than this come from numpy directly (the C library's own free lists
 #: serve them without faults)
@@ -69,13 +70,6 @@ def _trim(pool: list) -> None:
     for i in reversed(free[: max(len(free) - FREE + 1, 0)]):
         del pool[i]
     del pool[: max(len(pool) - HELD + 1, 0)]
-
-
-def copy(a: np.ndarray) -> np.ndarray:
-    """``a.copy()`` (C order) into `empty`'s array."""
-    out = empty(a.shape, a.dtype)
-    np.copyto(out, a)
-    return out
 
 
 def held() -> int:

@@ -364,8 +364,8 @@ def agree_same(comm: Comm, error: BaseException | None, value: Any, flag: bool =
     ``flag``; raises on every rank if any rank has ``error``.
 
     One `allreduce_agreed` of a record (O(log P) messages, nothing per rank): its payload
-    holds a 64-bit digest of ``repr(value)`` and its complement, ORed over the ranks (every
-    rank sent the same digest iff no bit is set in both), and the flags.  A mismatch of
+    holds a 64-bit digest of ``repr(value)`` and its complement, ORed over the ranks
+    (`digests_agree`, as checked mode's digest in the header), and the flags.  A mismatch of
     the digests is a mismatch of the values (`agree_gather` shows them, on that path only).
     Returns ``(same, flagged)``.
     """
@@ -379,16 +379,16 @@ def agree_same(comm: Comm, error: BaseException | None, value: Any, flag: bool =
         record[HEADER_WORDS : HEADER_WORDS + 3] = (d, d ^ _ONES, int(flag))
         record[0] = _VALUE
     out = allreduce_agreed(comm, error, record)
-    both = int(out[HEADER_WORDS]) & int(out[HEADER_WORDS + 1])
-    return both == 0, bool(out[HEADER_WORDS + 2])
+    return digests_agree(out, HEADER_WORDS), bool(out[HEADER_WORDS + 2])
 
 
 _ONES = (1 << 64) - 1
 
 
-def digests_agree(record: np.ndarray) -> bool:
-    """True when every rank that sent a digest in the combined ``record`` sent the same one."""
-    return bool(record[DIGEST] == ~record[NOT_DIGEST])
+def digests_agree(record: np.ndarray, at: int = DIGEST) -> bool:
+    """True when every rank that sent a digest in the combined ``record`` sent the same one
+    (the digest at word ``at``, its complement at ``at + 1``, both ORed over the ranks)."""
+    return bool(record[at] == ~record[at + 1])
 
 
 class agreed:  # noqa: N801 - used like a function: ``with agreed(comm):``
