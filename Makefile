@@ -84,6 +84,10 @@ test-lane-b: venv
 test-serial: venv
 	@echo "==> tests without MPI (D2O_MPI=0)"
 	D2O_MPI=0 timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python -m pytest $(PYTEST_OPTS) $(TESTS)
+ifneq ($(strip $(LAZY_TESTS)),)
+	@echo "==> without MPI, every element-wise call deferred (D2O_LAZY=1): $(LAZY_TESTS)"
+	D2O_MPI=0 D2O_LAZY=1 timeout -k 10 $(STAGE_TIMEOUT) $(BIN)/python -m pytest $(PYTEST_OPTS) $(LAZY_TESTS)
+endif
 
 # The docstrings' and the docs pages' examples, without MPI and under mpiexec -n 2 (they are
 # written to print the same on any number of processes; not in checked mode, whose extra
@@ -108,6 +112,13 @@ CHECKED_NPROCS ?= 1 2
 # 0, so the suite's small arrays take the deferred, fused path); the others run the default
 # (`lazy` on from 524288 elements: the suite's arrays run eagerly).
 LAZY_NPROCS ?= 1 3
+# The table-driven numpy tests, the views, halo and program tests also run in the other mode
+# at every rank count and without MPI (issue 32): with every element-wise call deferred where
+# the stage runs the default, with ``lazy`` off (D2O_LAZY=0) where it defers everything.
+# Empty when TESTS names a subset.
+ifeq ($(strip $(TESTS)),)
+LAZY_TESTS ?= tests/test_numpy_namespace.py tests/test_views.py tests/test_halo.py tests/test_programs.py
+endif
 # More ranks than cores (3 and 4 on a 2-core machine): MPICH's waits busy-poll, so a rank
 # waiting in a collective spins on the core that the rank it waits for needs.
 # MPIR_CVAR_ENABLE_HEAVY_YIELD=1 (a waiting rank sleeps) shortens these stages on a machine
@@ -131,16 +142,21 @@ test-mpi: venv
 	for n in $(NPROCS); do \
 	  extra=; [ $$n -le $(NCORES) ] || extra="$(OVERSUBSCRIBED_ENV)"; \
 	  chk=0; case " $(CHECKED_NPROCS) " in *" $$n "*) chk=1;; esac; \
-	  lazy=; case " $(LAZY_NPROCS) " in *" $$n "*) lazy=1;; esac; \
-	  echo "==> tests under mpiexec -n $$n ($$([ $$chk = 1 ] && echo checked || echo unchecked) mode$${lazy:+, every element-wise call deferred})$${extra:+ ($$extra: more ranks than cores)}"; \
-	  env $$extra D2O_CHECK_ARGS=$$chk $${lazy:+D2O_LAZY=1} timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) $$bind -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
-	    $(PYTEST_OPTS) --timeout-method=thread $(TESTS) \
+	  lazy=; other=1; case " $(LAZY_NPROCS) " in *" $$n "*) lazy=1; other=0;; esac; \
+	  for files in all $(if $(strip $(LAZY_TESTS)),pair); do \
+	  if [ $$files = all ]; then tests="$(TESTS)"; mode=$${lazy:+D2O_LAZY=1}; \
+	    echo "==> tests under mpiexec -n $$n ($$([ $$chk = 1 ] && echo checked || echo unchecked) mode$${lazy:+, every element-wise call deferred})$${extra:+ ($$extra: more ranks than cores)}"; \
+	  else tests="$(LAZY_TESTS)"; mode=D2O_LAZY=$$other; \
+	    echo "==> under mpiexec -n $$n, $$([ $$other = 1 ] && echo every element-wise call deferred || echo lazy off) (D2O_LAZY=$$other): $$tests"; fi; \
+	  env $$extra D2O_CHECK_ARGS=$$chk $$mode timeout -k 10 $(STAGE_TIMEOUT) $(MPIEXEC) $$bind -n $$n $(BIN)/python -m mpi4py tests/_mpi_runner.py \
+	    $(PYTEST_OPTS) --timeout-method=thread $$tests \
 	    || { rc=$$?; \
 	         if [ ! -e "$$D2O_MPI_LOGDIR/reported" ]; then \
 	           for f in "$$D2O_MPI_LOGDIR"/rank*.log; do [ -e "$$f" ] || continue; \
 	             echo "===== tail of $$f ====="; tail -n 40 "$$f"; done; \
 	         fi; \
 	         echo "==> FAILED under mpiexec -n $$n (exit $$rc)"; exit $$rc; }; \
+	  done; \
 	done
 
 # The core, the numpy namespace and the communication table at 16 processes (issue 30);

@@ -6,6 +6,7 @@ Under MPI every rank runs the whole suite; assertions must be collective
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -99,6 +100,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+#: The test file whose first test froze the heap (`pytest_runtest_setup`).
+_frozen_for: list = [None]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # At the first test of each file: collect, then freeze what survives (gc.freeze).  A
+    # full collection otherwise scans every object the earlier files left alive: late in a
+    # run that made each tracemalloc test (which collects twice) 4x slower at 4 ranks.
+    # Only live objects are frozen; the garbage of later tests is collected as usual.
+    if item.path != _frozen_for[0]:
+        _frozen_for[0] = item.path
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.hookimpl(trylast=True)
