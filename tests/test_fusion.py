@@ -781,6 +781,68 @@ def test_fused_sum_counts_points_in_one_kernel(numba_engine):
         assert_equal_to_numpy(z, (a * a + b * b) < 1)
 
 
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_dot_of_a_raveled_difference_in_one_pass(numba_engine, dt):
+    """Laplace's ``v = (u - u_old).ravel(); dot(v, v)``: the ravel of a temporary stays
+    deferred and the dot sums the products with the difference in one kernel (nothing
+    stored) where the ravel moves nothing (replicated, one process, rows); numpy's
+    ``sum(v * v)`` bit for bit on one piece, its ``dot`` within rounding; one Allreduce
+    of one element over several pieces.  Where the ravel moves (columns, meshes) it runs
+    as before."""
+    a, b = sample((40, 30), dt), sample((40, 30), dt, seed=1)
+    e = (a - b).ravel()
+    size = d2o.default_comm().size
+    for strategy, axis in layouts(2):
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        with d2o.options(check_args=False), d2o.trace() as t:  # (checked mode: one more)
+            v = (x - y).ravel()
+            got = d2o.numpy.dot(v, v)
+        collective_assert(np.asarray(got).dtype == e.dtype, f"{strategy}: {type(got)}")
+        collective_assert(np.isclose(got, np.dot(e, e), rtol=1e-5), f"{strategy}: {got}")
+        in_place = strategy == "not" or (strategy in ("equal", "fftw", "freeform")
+                                          and (size == 1 or axis == 0))  # fmt: skip
+        fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+        if in_place:
+            collective_assert(fusedrecs == ["fused(subtract, subtract, multiply, sum)"],
+                              f"{strategy}, {axis}: {fusedrecs}")  # fmt: skip
+            dots = [r for r in t.records if r.op == "numpy.dot"]
+            want = 0 if strategy == "not" or size == 1 else 1
+            collective_assert(len(dots) == 1 and dots[0].collectives == want,
+                              f"{strategy}, {axis}: {dots}")  # fmt: skip
+            with d2o.options(check_args=False), d2o.trace() as t:
+                w = (x - y).ravel()
+                at = w @ w  # (the operator: the same algorithm)
+            with d2o.options(lazy=False, check_args=False), d2o.trace() as t2:
+                w = (x - y).ravel()
+                eager = d2o.numpy.dot(w, w)  # numpy's dot of the pieces, one Allreduce
+            dots = [r for r in t.records + t2.records if r.op in ("__matmul__", "numpy.dot")]
+            collective_assert(at == got and np.isclose(eager, got, rtol=1e-5)
+                              and [r.collectives for r in dots] == [want, want],
+                              f"{strategy}, {axis}: {at} {eager} {dots}")  # fmt: skip
+        if in_place and (strategy == "not" or size == 1):
+            collective_assert(got == np.add.reduce(e * e), f"{strategy}: {got}")
+
+
+def test_ravel_of_deferred_arrays_keeps_numpys_semantics():
+    """A named deferred array's ravel is its view (a write through it shows), as numpy's;
+    a temporary's deferred ravel reads its operands as they were (a later write into one
+    evaluates it first)."""
+    a, b = sample((6, 4), "float64"), sample((6, 4), "float64", seed=1)
+    for strategy, axis in [("not", 0), ("equal", 0), ("freeform", 0)]:  # (ravel's views)
+        x, y = make(a, strategy, axis), make(b, strategy, axis)
+        d = x - y
+        v = d.ravel()
+        v[3] = 5.0
+        want = a - b
+        want.ravel()[3] = 5.0
+        assert_equal_to_numpy(d, want)
+        w = (x * 2.0).ravel()
+        x[1] = 7.0
+        assert_equal_to_numpy(w, (a * 2.0).ravel())
+        assert_equal_to_numpy(d2o.numpy.dot(w, w), np.add.reduce((a * 2.0).ravel() ** 2),
+                              rtol=1e-12)  # fmt: skip
+
+
 def test_reduction_with_out_evaluates_pending_first():
     """A reduction writing into ``out`` is not read-only: an expression pending on
     ``out``'s memory is evaluated before it (numpy's order of statements)."""

@@ -28,7 +28,9 @@ therefore never change what a pending expression reads.  Reductions without ``ou
 and the ``@`` operator only read: before them nothing is evaluated, and a sum of a
 deferred expression runs fused with it, the expression never stored
 (`d2o.ops.fused.reduce_sum`: ``((a - b) ** 2).sum()``, Monte Carlo pi's count, Jacobi's
-``add.reduce(A * h, 1)`` in one pass each).  A costly node (a power, a library
+``add.reduce(A * h, 1)`` in one pass each); the ravel of a temporary stays deferred
+(`flattened`) and a dot of two deferred vectors sums their products in one pass
+(`d2o.ops.linalg`: Laplace's ``dot(v, v)`` of ``v = (u - u_old).ravel()``).  A costly node (a power, a library
 function) that several expressions read is evaluated once and kept (`Node.shared`).
 Assignments write the expression straight into the target (`assign`, `inplace`), after
 evaluating only the pending arrays that read the target's memory.  A temporary right
@@ -73,9 +75,19 @@ from ..layouts.distributors import HeldScalar, SlabDistributor, get_distributor,
 from ..move.halo import Parts, rows_for, slab_rows
 from . import fused
 from .indexing import getitem
-from .reductions import agreed_max
+from .reductions import agreed_max, flat_layout
 
-__all__ = ["Node", "record", "inplace", "assign", "flush", "evaluate", "pending", "LIMIT"]
+__all__ = [
+    "Node",
+    "record",
+    "inplace",
+    "assign",
+    "flattened",
+    "flush",
+    "evaluate",
+    "pending",
+    "LIMIT",
+]
 
 #: The most nodes one expression holds; a larger one evaluates its operands first.
 LIMIT = 32
@@ -84,6 +96,8 @@ LIMIT = 32
 #: by a name or a container counts more and is evaluated on its own (tests/test_fusion.py
 #: checks both)
 TEMPORARY_REFS = 5
+#: The same for the array `flattened` is given (``(u - u_old).ravel()``; a named one counts 5).
+RAVEL_REFS = 4
 #: id(array) -> weak reference, for every deferred array not evaluated yet.
 PENDING: dict[int, Any] = {}
 _DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
@@ -447,6 +461,25 @@ def assign(self: Any, key: Any, value: Any) -> bool:
         return True
     _write(view.data, value)
     return True
+
+
+def flattened(x: Any, refs: int) -> Any:
+    """``x.ravel()`` of a pending temporary ``x`` (nothing but the statement holds it:
+    ``refs``, its reference count where the runtime calls this, at most `RAVEL_REFS`)
+    as a deferred array: the expression over its operands flattened
+    (`d2o.ops.fused.flat`), so that Laplace's ``dot(v, v)`` of ``v = (u - u_old).ravel()``
+    fuses (`d2o.ops.linalg.dot`).  numpy's ravel would return a view of ``x``; nobody
+    else can reach ``x``, so none can tell.  None where it is not deferred (the caller
+    ravels as usual, locally where this could have deferred it): ``x`` held elsewhere,
+    evaluated, or of a layout `ravel` moves.  Local."""
+    if not pending(x) or refs > RAVEL_REFS or x._expr.value is not None:
+        return None
+    d = x.distributor
+    lay = flat_layout(d) if type(d) is SlabDistributor or d.replicated else None
+    node = fused.flat(x._expr) if lay is not None else None
+    if node is None:
+        return None
+    return _register(node, lay)
 
 
 def _complete_exchanges() -> None:

@@ -541,6 +541,49 @@ def reduce_sum(node: Any, axes: tuple) -> np.ndarray | None:
     return res.reshape(node.shape[:-1]) if len(axes) == 1 else res.reshape(())
 
 
+def flat(node: Any) -> Any:
+    """``node`` over its piece flattened in C order (numpy's ``ravel``): the same operations
+    over its operands reshaped to one axis; a new tree, ``node`` unchanged.  None where an
+    operand is not a C-contiguous array of the piece's shape (a broadcast row, boundary
+    rows from the neighbours).  Local; copies nothing."""
+    n = (node.size,)
+    args = []
+    for a in node.args:
+        if hasattr(a, "ufunc") and a.value is None:
+            a = flat(a)
+            if a is None:
+                return None
+        elif hasattr(a, "ufunc") or isinstance(a, np.ndarray):
+            v = a.value if hasattr(a, "ufunc") else a
+            if v.ndim and (v.shape != node.shape or not v.flags.c_contiguous):
+                return None
+            a = v.reshape(n) if v.ndim else v
+        elif isinstance(a, Parts):
+            return None
+        args.append(a)
+    c = copy.copy(node)
+    c.args, c.shape, c.ndim, c.uses, c.owner = tuple(args), n, 1, 0, None
+    return c
+
+
+def reduce_dot(a: Any, b: Any) -> Any:
+    """``sum(a * b)`` of two deferred expressions of one 1-d shape and real floating dtype
+    (``dot`` of two deferred vectors: Laplace's ``dot(v, v)``) in one compiled loop, the
+    product and the operands never stored: numpy's ``add.reduce`` of ``a * b``, bit for
+    bit (`reduce_sum`), which may differ from a BLAS ``dot`` in the last bits.  None
+    where `reduce_sum` does not fuse.  Local."""
+    if a.value is not None or b.value is not None:
+        return None
+    e = np.geterr()
+    err = (e["divide"], e["over"], e["under"], e["invalid"])
+    product = type(a)(np.multiply, (a, b), a.dtype, a.shape, err, a.comm)
+    try:
+        return reduce_sum(product, (0,))
+    finally:
+        a.uses -= 1
+        b.uses -= 1
+
+
 def run(node: Any, out: np.ndarray | None = None) -> tuple[np.ndarray, Exception | None]:
     """Evaluate the deferred expression ``node`` on this rank's pieces (into ``out`` when
     given): one fused kernel, recorded in the active traces as one entry

@@ -42,12 +42,15 @@ from typing import Any
 import numpy as np
 
 from ..array.base import Array as D2O
+from ..array.base import expression
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
 from ..core.errors import agreed
 from ..core.registry import operation
 from ..layouts.distributors import get_distributor
+from ..layouts.mesh import is_mesh
 from ..move.redistribution import exchange, redistribute
+from . import fused as _fused
 from .reductions import combine_partials
 from .summa import matvec, on_mesh, summa, vecmat
 
@@ -153,6 +156,8 @@ def _mesh_matrix(x: Any) -> Any:
 def matmul(a: Any, b: Any) -> Any:
     """Collective: the matrix product of 1-d/2-d operands (numpy's ``matmul`` semantics);
     the algorithm follows the shapes and layouts (module notes)."""
+    if _vectors(a, b):  # a vector times a vector (numpy's dot): nothing to agree on
+        return _dot_vectors(a, b)
     lead = a if isinstance(a, D2O) else b
     comm = lead.distributor.comm
     with agreed(comm):
@@ -243,3 +248,29 @@ def dot(a: Any, b: Any) -> Any:
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return a * b
     return matmul(a, b)
+
+
+def _vectors(a: Any, b: Any) -> bool:
+    """True for two d2o vectors of one layout (replicated or slabs) and one real floating
+    dtype: `_dot_vectors` takes them.  Global facts: every rank decides alike."""
+    if not (isinstance(a, D2O) and isinstance(b, D2O) and a.ndim == 1 == b.ndim):
+        return False
+    d = a.distributor
+    return (b.distributor is d and a.dtype == b.dtype and a.dtype.kind == "f"
+            and (d.replicated or d.axis == 0) and not is_mesh(d))  # fmt: skip
+
+
+def _dot_vectors(a: Any, b: Any) -> Any:
+    """Collective: ``dot`` of two vectors of one layout (`_vectors`): each rank's partial
+    dot, then one Allreduce (O(log P) messages, one element each); a numpy scalar,
+    identical on every rank.  Where both are deferred expressions (the ``lazy`` option)
+    the partial is their fused sum of products (`d2o.ops.fused.reduce_dot`: one pass,
+    nothing stored; numpy's ``sum(a * b)``, which may differ from a BLAS dot in the last
+    bits); otherwise numpy's ``dot`` of the pieces."""
+    ea, eb = expression(a), expression(b)
+    part = _fused.reduce_dot(ea, eb) if ea is not None and eb is not None else None
+    if part is None:
+        part = np.dot(a.data, b.data)
+    part = np.asarray(part, a.dtype).reshape(1)
+    d = a.distributor
+    return part[0] if d.replicated else combine_partials(part, np.add, d)[0]

@@ -699,23 +699,27 @@ def ravel(obj: D2O) -> D2O:
     redistribution to axis 0 first.
     """
     d = obj.distributor
-    if d.replicated or d.comm.size == 1:
-        data = obj.data.reshape(-1)
-        lay = (
-            get_distributor("not", data.shape, d.comm)
-            if d.replicated
-            else like(d, data.shape, axis=0)
-        )
-        return _view_if_shared(obj, data, lay)
     src = obj
-    if d.axis != 0:
+    if not (d.replicated or d.comm.size == 1) and d.axis != 0:
         obj = obj.copy(distribution_strategy="equal", axis=0)
         d = obj.distributor
+    return _view_if_shared(src, obj.data.reshape(-1), flat_layout(d))
+
+
+def flat_layout(d: Any) -> Any:
+    """The layout of `ravel`'s result for an array of layout ``d`` replicated, on one
+    process or cut into slabs along axis 0 (each piece flattened in place); None for
+    others (`ravel` redistributes them first).  Local."""
+    if d.replicated:
+        return get_distributor("not", (d.size,), d.comm)
+    if d.comm.size == 1:
+        return like(d, (d.size,), axis=0)
+    if d.axis != 0:
+        return None
     inner = int(np.prod(d.global_shape[1:], dtype=np.int64))
     offsets = [o * inner for o in d.bounds()]
     strategy = d.strategy if d.strategy in ("equal", "fftw") and inner == 1 else "freeform"
-    lay = slab_distributor((d.size,), d.comm, 0, offsets, strategy)
-    return _view_if_shared(src, obj.data.reshape(-1), lay)
+    return slab_distributor((d.size,), d.comm, 0, offsets, strategy)
 
 
 def _view_if_shared(src: D2O, data: np.ndarray, lay: Any) -> D2O:

@@ -75,7 +75,8 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
         if _inner():  # (an unflagged operation's inner call: run as with no mode on)
             return body(op, args, kwargs)
     role = _ROLES.get(op)
-    if role is not None and (op.mesh or not mesh_in_use[0]):
+    # (a ravel defers only slabs and replicated arrays: `d2o.ops.deferred.flattened`)
+    if role is not None and (op.mesh or not mesh_in_use[0] or role[0] == "ravel"):
         rec = res = None
         if _trace.active and _trace.current[0] is None:  # counts an operand's alignment
             rec = _trace.current[0] = _trace.Record(op.name)
@@ -131,6 +132,8 @@ def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
         if args[2] != "__call__" or kwargs or not isinstance(args[1], _np.ufunc):
             return None
         return _deferred.record(args[1], args[3:])
+    if kind == "ravel":  # a temporary's ravel stays deferred (its reference count here)
+        return _deferred.flattened(args[0], sys.getrefcount(args[0]))
     # __setitem__(self, key, value): the expression written into the target
     return True if not kwargs and _deferred.assign(*args) else None
 
@@ -144,6 +147,8 @@ def _reads(op: Operation, args: tuple, kwargs: dict) -> bool:
         return True
     if op.kind == "reduction":
         rest = args[1:]
+    elif op.kind == "linalg" and op.name in _DOTS:  # dot(a, b, out=None)
+        rest = args[2:]
     elif op is _UFUNC and len(args) > 3 and args[2] == "reduce":
         rest = args[4:]
     else:
@@ -163,6 +168,7 @@ def _roles() -> dict:
         roles[operation_of(getattr(Operators, f"__{name}__"))] = ("unary", ufunc, None)
     roles[operation_of(_Array.__array_ufunc__)] = ("ufunc", None, None)
     roles[operation_of(_Array.__setitem__)] = ("setitem", None, None)
+    roles[operation_of(_Array.ravel)] = ("ravel", None, None)
     return roles
 
 
@@ -170,6 +176,9 @@ _ROLES = _roles()
 _READ = {operation_of(_Array.__getitem__), operation_of(_deferred.evaluate)}
 _UFUNC = operation_of(_Array.__array_ufunc__)
 _PRODUCTS = {operation_of(_Array.__matmul__), operation_of(_Array.__rmatmul__)}
+#: The products that read their operands alone unless given ``out`` (the method and
+#: ``d2o.numpy.dot``): pending operands stay so (`d2o.ops.linalg.dot` fuses them).
+_DOTS = frozenset(("dot", "numpy.dot", "numpy.matmul"))
 
 
 def body(op: Operation, args: tuple, kwargs: dict) -> Any:
