@@ -8,6 +8,13 @@ MPIEXEC := $(BIN)/mpiexec
 # Overridable subsets: make test TESTS=tests/test_x.py NPROCS="1 2"
 TESTS  ?=
 NPROCS ?= 1 2 3 4
+# The table-driven numpy tests, the views, halo and program tests also run in the other lazy
+# mode at every rank count and without MPI (issue 32): every element-wise call deferred where
+# a stage runs the default, ``lazy`` off (D2O_LAZY=0) where it defers everything (LAZY_NPROCS).
+# Empty when TESTS names a subset.
+ifeq ($(strip $(TESTS)),)
+LAZY_TESTS ?= tests/test_numpy_namespace.py tests/test_views.py tests/test_halo.py tests/test_programs.py
+endif
 # Per-stage wall-clock guard (seconds) around each pytest run.
 STAGE_TIMEOUT ?= 900
 PYTEST_OPTS ?= -x -q -p no:cacheprovider --timeout=150
@@ -112,13 +119,6 @@ CHECKED_NPROCS ?= 1 2
 # 0, so the suite's small arrays take the deferred, fused path); the others run the default
 # (`lazy` on from 524288 elements: the suite's arrays run eagerly).
 LAZY_NPROCS ?= 1 3
-# The table-driven numpy tests, the views, halo and program tests also run in the other mode
-# at every rank count and without MPI (issue 32): with every element-wise call deferred where
-# the stage runs the default, with ``lazy`` off (D2O_LAZY=0) where it defers everything.
-# Empty when TESTS names a subset.
-ifeq ($(strip $(TESTS)),)
-LAZY_TESTS ?= tests/test_numpy_namespace.py tests/test_views.py tests/test_halo.py tests/test_programs.py
-endif
 # More ranks than cores (3 and 4 on a 2-core machine): MPICH's waits busy-poll, so a rank
 # waiting in a collective spins on the core that the rank it waits for needs.
 # MPIR_CVAR_ENABLE_HEAVY_YIELD=1 (a waiting rank sleeps) shortens these stages on a machine
