@@ -49,7 +49,7 @@ from ..core.errors import agreed
 from ..core.registry import operation
 from ..layouts.distributors import get_distributor
 from ..layouts.mesh import is_mesh
-from ..move.redistribution import exchange, redistribute
+from ..move.redistribution import exchange, redistribute, same_pieces
 from . import fused as _fused
 from .reductions import combine_partials
 from .summa import matvec, on_mesh, summa, vecmat
@@ -251,13 +251,14 @@ def dot(a: Any, b: Any) -> Any:
 
 
 def _vectors(a: Any, b: Any) -> bool:
-    """True for two d2o vectors of one layout (replicated or slabs) and one real floating
-    dtype: `_dot_vectors` takes them.  Global facts: every rank decides alike."""
+    """True for two d2o vectors whose pieces are the same boxes (replicated or slabs; the
+    same layout, or equal ones: `same_pieces`) and of one real floating dtype:
+    `_dot_vectors` takes them.  Global facts: every rank decides alike."""
     if not (isinstance(a, D2O) and isinstance(b, D2O) and a.ndim == 1 == b.ndim):
         return False
-    d = a.distributor
-    return (b.distributor is d and a.dtype == b.dtype and a.dtype.kind == "f"
-            and (d.replicated or d.axis == 0) and not is_mesh(d))  # fmt: skip
+    d, db = a.distributor, b.distributor
+    return (a.dtype == b.dtype and a.dtype.kind == "f" and (d.replicated or d.axis == 0)
+            and not is_mesh(d) and (db is d or same_pieces(d, db)))  # fmt: skip
 
 
 def _dot_vectors(a: Any, b: Any) -> Any:
