@@ -823,6 +823,28 @@ def test_dot_of_a_raveled_difference_in_one_pass(numba_engine, dt):
             collective_assert(got == np.add.reduce(e * e), f"{strategy}: {got}")
 
 
+def test_dot_of_vectors_failing_on_one_rank_raises_everywhere(numba_engine, monkeypatch):
+    """A failure in one rank's partial of a vector dot (here its fused kernel, patched to
+    fail on rank 0 alone) is raised on every rank, nobody left waiting in the Allreduce;
+    the next dot is numpy's."""
+    a = sample((300,), "float64")
+    x = make(a, "equal")
+    real = fused.reduce_dot
+
+    def failing(ea, eb):
+        if d2o.default_comm().rank == 0:
+            raise RuntimeError("rank 0's partial failed")
+        return real(ea, eb)
+
+    monkeypatch.setattr(fused, "reduce_dot", failing)
+    v = x * 2.0
+    assert_raises_everywhere(RuntimeError, d2o.numpy.dot, v, v)
+    monkeypatch.setattr(fused, "reduce_dot", real)
+    w = x * 2.0
+    got = d2o.numpy.dot(w, w)
+    collective_assert(np.isclose(got, np.dot(a * 2.0, a * 2.0)), f"{got}")
+
+
 def test_ravel_of_deferred_arrays_keeps_numpys_semantics():
     """A named deferred array's ravel is its view (a write through it shows), as numpy's;
     a temporary's deferred ravel reads its operands as they were (a later write into one

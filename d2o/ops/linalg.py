@@ -51,7 +51,7 @@ from ..layouts.distributors import get_distributor
 from ..layouts.mesh import is_mesh
 from ..move.redistribution import exchange, redistribute, same_pieces
 from . import fused as _fused
-from .reductions import combine_partials
+from .reductions import agreed_total, combine_partials
 from .summa import matvec, on_mesh, summa, vecmat
 
 __all__ = ["matmul", "dot"]
@@ -263,15 +263,23 @@ def _vectors(a: Any, b: Any) -> bool:
 
 def _dot_vectors(a: Any, b: Any) -> Any:
     """Collective: ``dot`` of two vectors of one layout (`_vectors`): each rank's partial
-    dot, then one Allreduce (O(log P) messages, one element each); a numpy scalar,
-    identical on every rank.  Where both are deferred expressions (the ``lazy`` option)
-    the partial is their fused sum of products (`d2o.ops.fused.reduce_dot`: one pass,
-    nothing stored; numpy's ``sum(a * b)``, which may differ from a BLAS dot in the last
-    bits); otherwise numpy's ``dot`` of the pieces."""
-    ea, eb = expression(a), expression(b)
-    part = _fused.reduce_dot(ea, eb) if ea is not None and eb is not None else None
-    if part is None:
-        part = np.dot(a.data, b.data)
-    part = np.asarray(part, a.dtype).reshape(1)
-    d = a.distributor
-    return part[0] if d.replicated else combine_partials(part, np.add, d)[0]
+    dot and its error in one Allreduce of a 96-byte record (`agreed_total`: O(log P)
+    messages; an error on one rank is raised on every rank); a numpy scalar, identical on
+    every rank.  Replicated vectors: no communication.  Where both are deferred
+    expressions (the ``lazy`` option) the partial is their fused sum of products
+    (`d2o.ops.fused.reduce_dot`: one pass, nothing stored; numpy's ``sum(a * b)``, which
+    may differ from a BLAS dot in the last bits); otherwise numpy's ``dot`` of the pieces."""
+    d, dtype = a.distributor, a.dtype
+    error = part = None
+    try:
+        ea, eb = expression(a), expression(b)
+        part = _fused.reduce_dot(ea, eb) if ea is not None and eb is not None else None
+        if part is None:
+            part = np.dot(a.data, b.data)
+    except Exception as exc:
+        error = exc
+    if d.replicated:  # every rank computed the same from the same data
+        if error is not None:
+            raise error
+        return dtype.type(part)
+    return agreed_total(d.comm, error, part, dtype)

@@ -335,6 +335,20 @@ def _full_reduce(
     return total
 
 
+def agreed_total(
+    comm: Any, error: BaseException | None, value: Any, dtype: np.dtype, combine: np.ufunc = np.add
+) -> Any:
+    """Collective: ``combine`` over the ranks of each one's scalar ``value`` (of ``dtype``)
+    and their errors in one Allreduce of a 96-byte record (`allreduce_agreed`, as
+    `_full_reduce`): raised on every rank where any rank has ``error``; folded in rank
+    order (`_ufunc_combiner`), so the result is bit-identical everywhere.  O(log P)
+    messages, the same bytes at any P."""
+    rec = new_record()
+    if error is None:
+        put_value(rec, value, dtype, _ufunc_combiner(combine, dtype))
+    return get_value(allreduce_agreed(comm, error, rec, combine=True), dtype)
+
+
 #: (ufunc, dtype) -> the code of the record combiner applying the ufunc (`_ufunc_combiner`)
 _UFUNC_CODES: dict = {}
 #: (name, dtype, shape) -> (result dtype, combiner code) of a full reduction without
