@@ -349,7 +349,8 @@ def test_fused_assignment_writes_straight_into_the_target():
     new = u.copy()
     with d2o.trace() as t:
         new[1:-1, 1:-1] = _stencil(u)
-    fusedrecs = [r.op for r in t.records if r.op.startswith("fused(")]
+    # (``new = u.copy()`` is deferred too: evaluated as the target is read, ``fused(copy)``)
+    fusedrecs = [r.op for r in t.records if r.op.startswith("fused(") and r.op != "fused(copy)"]
     if d2o.default_comm().size == 1:  # (on several ranks the shifted views run eagerly)
         collective_assert(len(fusedrecs) == 1, [r.op for r in t.records])
         collective_assert(fusedrecs[0].count("add") == 3, fusedrecs[0])

@@ -19,6 +19,7 @@ from ..core import config as _config
 from ..core.comm import as_comm
 from ..core.comm import script_comm as _script_comm
 from ..core.errors import agree_gather, agree_same, agreed
+from ..core.hooks import defer_from as _FROM
 from ..core.hooks import depth as _depth
 from ..core.librarian import d2o_librarian
 from ..core.registry import cell, marked, operations, run_flagged
@@ -50,6 +51,8 @@ _ON = cell(mesh=True)
 _ON_INIT = cell(mesh=True, held="local")
 #: ``__array_ufunc__``'s: element-wise calls the ``lazy`` option records (``defers``)
 _ON_UFUNC = cell(mesh=True, held="native", defers=True)
+#: ``copy``'s: the ``lazy`` option defers a copy too (`d2o.ops.deferred.copied`)
+_ON_COPY = cell(mesh=True, defers=True)
 _FLOAT64 = np.dtype(np.float64)
 _empty = np.empty
 _FLOAT64_STR = _FLOAT64.str
@@ -526,16 +529,18 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         self.data = np.array(arr[self.distributor.local_slice], dtype=self.dtype, copy=True)
 
     # -- copies --------------------------------------------------------------
-    @marked(inline=_ON)
+    @marked(inline=_ON_COPY, defers=True)
     def copy(
         self, dtype: Any = None, distribution_strategy: str | None = None, axis: int | None = None
     ) -> distributed_data_object:
         """A copy, optionally with another dtype, strategy or distributed axis.
 
         Local when the layout is unchanged; otherwise one all-to-all exchange
-        of exactly the data that must move.
+        of exactly the data that must move.  With the ``lazy`` option a plain copy
+        of a large array is deferred (`d2o.ops.deferred.copied`).
         """
-        if _ON[0] and not _depth[0]:  # a mode needs this call (d2o.core.registry)
+        # a mode needs this call (d2o.core.registry); ``lazy`` alone, a large one
+        if _ON_COPY[0] and not _depth[0] and (_ON[0] or self.distributor.size >= _FROM[0]):
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
         if dtype is None and distribution_strategy is None and axis is None and not self.hermitian:

@@ -83,6 +83,7 @@ __all__ = [
     "inplace",
     "assign",
     "flattened",
+    "copied",
     "flush",
     "evaluate",
     "pending",
@@ -98,6 +99,13 @@ LIMIT = 32
 TEMPORARY_REFS = 5
 #: The same for the array `flattened` is given (``(u - u_old).ravel()``; a named one counts 5).
 RAVEL_REFS = 4
+#: ``sys.getrefcount`` of an array's piece in `copied` when nothing but the array holds it
+#: (its slot, the name and the argument): more, and a view or a local array may write it
+#: while the copy is pending, so the copy is made at once.
+PIECE_REFS = 3
+#: The ufunc of a deferred copy's node (``u.copy()``: numpy's positive is an exact copy of
+#: every numeric dtype).
+COPY = np.positive
 #: id(array) -> weak reference, for every deferred array not evaluated yet.
 PENDING: dict[int, Any] = {}
 _DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
@@ -455,12 +463,116 @@ def assign(self: Any, key: Any, value: Any) -> bool:
         # target's memory (`d2o.ops.fused.run` keeps numpy's semantics: a ring buffer or
         # a temporary), then it is the target's piece
         out = view.data
-        _write(out, value, keep=value)
+        moved = _hand_over(self, out, value)
+        if moved is not None:
+            out = moved
+            _, error = fused.run(value._expr, out)
+            if error is not None:
+                defer(value._expr.comm, error)
+        else:
+            _write(out, value, keep=value)
         settle(value, out)
         _forget(id(value))
         return True
     _write(view.data, value)
     return True
+
+
+def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
+    """Copy elision for ``self[key] = value`` (``out``: the target, a view of ``self``'s
+    piece; ``value``: a temporary): where the one other pending array is a copy of that
+    piece (`copied`: ``u_old = u.copy()`` before ``u[1:-1, 1:-1] = ...``), the copy takes
+    the piece itself and ``self`` a new one, whose cells outside the target are copied
+    from the old; returns the target's place in the new piece, which the caller writes
+    from the old (one read and one write: no copy of the piece, no ring buffer).  None
+    where it does not apply (the caller writes in place): other pending arrays, a piece
+    that is not ``self``'s own C-ordered memory, a target with steps, or anything else
+    that can reach the piece (a view, a local array handed out, an operand held by a
+    name): their reference counts tell (`_views_in`).  Local."""
+    base = self.data
+    if len(PENDING) != 2 or self.base is not None or base.base is not None or not out.size:
+        return None
+    if out.base is not base or out.strides != base.strides or not base.flags.c_contiguous:
+        return None
+    copy = None
+    for ref in PENDING.values():
+        x = ref()
+        if x is value:
+            continue
+        if x is None or not pending(x):
+            return None
+        node = x._expr
+        if node.value is not None or node.ufunc is not COPY or node.args[0] is not base:
+            return None
+        if node.dtype != base.dtype:
+            return None
+        copy = x
+    if copy is None or not base.flags.writeable:
+        return None
+    views: dict = {}
+    direct = _views_in(value._expr, base, views)
+    if direct < 0:
+        return None
+    for obj, n in views.values():  # a leaf view held elsewhere (a named view of ``self``)
+        if n and sys.getrefcount(obj) != n + 3:  # (+ the list, the name, the argument)
+            return None
+    obj = None
+    # the piece's holders: ``self``, the copy's node, the target, the views found and
+    # the references in the expression, ``base`` and the argument; nothing else
+    if sys.getrefcount(base) != 5 + direct + len(views):
+        return None
+    new = np.empty_like(base)
+    start, rest = [], out.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    for k in range(base.ndim):
+        start.append(rest // base.strides[k])
+        rest %= base.strides[k]
+    box = [slice(s, s + n) for s, n in zip(start, out.shape)]
+    for k in range(base.ndim):  # the cells outside the target, axis by axis
+        for side in (slice(0, box[k].start), slice(box[k].stop, base.shape[k])):
+            if side.stop > side.start:
+                where = (*box[:k], side)
+                new[where] = base[where]
+    node = copy._expr
+    node.value, node.args, node.count = base, (), 0
+    settle(copy, base)
+    _forget(id(copy))
+    self.data = new
+    return new[tuple(box)]
+
+
+def _views_in(node: Node, base: np.ndarray, views: dict) -> int:
+    """Collect in ``views`` (id -> [view, references in the tree]) the views of ``base``
+    that the tree of ``node`` holds (its array operands; for the rows of a halo exchange
+    (`Parts`), its own piece and what it sends: reference count 0, not checked); returns
+    how many times the tree holds ``base`` itself, or -1 where another array shares its
+    memory (an evaluated node's value, an array not viewing it through ``base``)."""
+    direct = 0
+    for a in node.args:
+        if type(a) is Node:
+            if a.value is not None:
+                if np.may_share_memory(a.value, base):
+                    return -1
+                continue
+            n = _views_in(a, base, views)
+            if n < 0:
+                return -1
+            direct += n
+        elif isinstance(a, np.ndarray):
+            if a is base:
+                direct += 1
+            elif a.base is base:
+                views.setdefault(id(a), [a, 0])[1] += 1
+            elif np.may_share_memory(a, base):
+                return -1
+        elif isinstance(a, Parts):
+            for arr in [arr for _, arr in a.pieces] + [arr for _, arr in a.sent]:
+                if arr is base:
+                    return -1
+                if arr.base is base:
+                    views.setdefault(id(arr), [arr, 0])
+                elif np.may_share_memory(arr, base):
+                    return -1
+    return direct
 
 
 def flattened(x: Any, refs: int) -> Any:
@@ -480,6 +592,33 @@ def flattened(x: Any, refs: int) -> Any:
     if node is None:
         return None
     return _register(node, lay)
+
+
+def copied(x: Any) -> Any:
+    """``x.copy()`` as a deferred array (its node: `COPY` of ``x``'s piece), so that an
+    assignment into ``x`` while it is pending may hand ``x``'s piece over to the copy
+    instead of copying it (`assign`: ``u_old = u.copy()`` then ``u[1:-1, 1:-1] = ...``).
+    None where the copy is made at once (the caller's eager copy): ``x`` pending, a view,
+    hermitian or of ghost cells, a 0-d view, bools or a dtype no kernel fuses, below
+    ``lazy_min`` elements, or a piece that is not ``x``'s own memory or that something
+    else holds (a view, a local array handed out: numpy could write it while the copy
+    is pending).  Local."""
+    if not isinstance(x, D2O) or pending(x) or x.base is not None or x.hermitian:
+        return None
+    d = x.distributor
+    if type(d) is HeldScalar or getattr(x, "_padded", None) is not None:
+        return None
+    if math.prod(d.global_shape) < OPTIONS["lazy_min"]:
+        return None
+    data = x.data
+    if data.dtype not in fused.FUSABLE or data.dtype == np.bool_:
+        return None
+    if data.base is not None or sys.getrefcount(data) > PIECE_REFS:
+        return None
+    err = np.geterr()
+    node = Node(COPY, (data,), data.dtype, data.shape,
+                (err["divide"], err["over"], err["under"], err["invalid"]), d.comm)  # fmt: skip
+    return _register(node, d)
 
 
 def _complete_exchanges() -> None:

@@ -218,7 +218,7 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
             a.evaluate()  # computed once, read by each expression holding it
     fresh = [hasattr(a, "ufunc") and a.value is None for a in node.args]
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
-    ops.append(node.ufunc.__name__)
+    ops.append("copy" if node.ufunc is np.positive else node.ufunc.__name__)
     err = dict(zip(("divide", "over", "under", "invalid"), node.err))
     with np.errstate(**err):
         if out is not None and out.dtype == node.dtype and _as_ufunc(node):

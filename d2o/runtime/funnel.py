@@ -71,10 +71,12 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     """An outermost call with ``lazy`` on: an element-wise one recorded (`d2o.ops.deferred`);
     before any other, or one that cannot be deferred, the pending expressions evaluated.
     Returns ``_EAGER`` where the call is to run as usual."""
-    if op.defers and not pending[0]:
-        if _inner():  # (an unflagged operation's inner call: run as with no mode on)
-            return body(op, args, kwargs)
     role = _ROLES.get(op)
+    if op.defers and not pending[0]:
+        # (an unflagged operation's inner call: run as with no mode on; ``copy`` calls
+        # `run` through `d2o.core.registry.run_flagged`: one frame more)
+        if _inner(5 if role is _COPY else 4):
+            return body(op, args, kwargs)
     # (a ravel defers only slabs and replicated arrays: `d2o.ops.deferred.flattened`)
     if role is not None and (op.mesh or not mesh_in_use[0] or role[0] == "ravel"):
         rec = res = None
@@ -97,7 +99,9 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     kind = role[0] if role is not None else None
     if kind in ("inplace", "setitem") and not kwargs:
         _deferred.flush(args[0].data)
-    elif kind in ("binary", "reflected", "unary") or (kind == "ufunc" and "out" not in kwargs):
+    elif kind in ("binary", "reflected", "unary", "copy") or (
+        kind == "ufunc" and "out" not in kwargs
+    ):
         pass
     elif op.kind != "view" and op not in _READ and not _reads(op, args, kwargs):
         _deferred.flush()
@@ -106,14 +110,14 @@ def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
     return _EAGER
 
 
-def _inner() -> bool:
+def _inner(depth: int) -> bool:
     """True when the element-wise call `_lazy` handles was made by d2o's own code (an
     operation's inner call): while nothing is pending only the element-wise operations
     are flagged, so an unflagged operation does not mark its inner calls (`_depth`);
     they must not be recorded.  The caller is the frame above the operator method or
-    ``__array_ufunc__`` (`_inner`, `_lazy`, `run`, then that method), both of which call
-    `run` directly."""
-    caller = sys._getframe(4)
+    ``__array_ufunc__`` (`_inner`, `_lazy`, `run`, then that method: ``depth`` 4), both of
+    which call `run` directly."""
+    caller = sys._getframe(depth)
     name = caller.f_globals.get("__name__") or ""
     return name.startswith("d2o.") and not name.startswith("d2o.testing")
 
@@ -134,6 +138,8 @@ def _deferred_call(role: tuple, args: tuple, kwargs: dict) -> Any:
         return _deferred.record(args[1], args[3:])
     if kind == "ravel":  # a temporary's ravel stays deferred (its reference count here)
         return _deferred.flattened(args[0], sys.getrefcount(args[0]))
+    if kind == "copy":  # a plain copy (no dtype, strategy or axis)
+        return None if kwargs else _deferred.copied(args[0])
     # __setitem__(self, key, value): the expression written into the target
     return True if not kwargs and _deferred.assign(*args) else None
 
@@ -169,10 +175,12 @@ def _roles() -> dict:
     roles[operation_of(_Array.__array_ufunc__)] = ("ufunc", None, None)
     roles[operation_of(_Array.__setitem__)] = ("setitem", None, None)
     roles[operation_of(_Array.ravel)] = ("ravel", None, None)
+    roles[operation_of(_Array.copy)] = ("copy", None, None)
     return roles
 
 
 _ROLES = _roles()
+_COPY = _ROLES[operation_of(_Array.copy)]
 _READ = {operation_of(_Array.__getitem__), operation_of(_deferred.evaluate)}
 _UFUNC = operation_of(_Array.__array_ufunc__)
 _PRODUCTS = {operation_of(_Array.__matmul__), operation_of(_Array.__rmatmul__)}

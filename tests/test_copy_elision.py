@@ -1,0 +1,209 @@
+"""Deferred copies and their elision (the ``lazy`` option; `d2o.ops.deferred.copied`).
+
+``u_old = u.copy()`` records the copy; an assignment of a temporary into ``u`` while
+it is pending hands ``u``'s piece over to ``u_old`` and gives ``u`` a new one
+(``_hand_over``) where nothing else can reach the piece.  Every case is compared with
+numpy on the same data: a view, a local array or a named operand held elsewhere, other
+pending expressions, writes into either array, other dtypes, shapes and layouts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import layouts, make, sample
+
+import d2o
+import d2o.numpy as dnp
+from d2o.ops import deferred
+from d2o.testing import assert_equal_to_numpy, collective_assert
+
+
+@pytest.fixture(autouse=True)
+def lazy():
+    with d2o.options(lazy=True, lazy_min=0):
+        yield
+
+
+def _address(x) -> int | None:
+    """The address of ``x``'s piece here (None where it is empty)."""
+    loc = x.get_local_data(copy=False)
+    return loc.__array_interface__["data"][0] if loc.size else None
+
+
+def _sweep(u):
+    """Laplace's sweep (GAiN): the copy, then the stencil into ``u``; returns the copy."""
+    u_old = u.copy()
+    u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return u_old
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int64"])
+def test_the_copy_takes_the_old_piece(dt):
+    a = sample((9, 7), dt)
+    for strategy, axis in layouts(2):
+        u, ref = make(a, strategy, axis), a.copy()
+        before = _address(u)
+        u_old, ref_old = _sweep(u), _sweep(ref)
+        after = _address(u_old)
+        assert_equal_to_numpy(u, ref)
+        assert_equal_to_numpy(u_old, ref_old)
+        if strategy == "equal" and axis == 0 and dt != "int64":
+            # (int64: the float right side is cast on the way, written through numpy)
+            collective_assert(before is None or after == before, "no copy: handed over")
+        u_old2, ref_old2 = _sweep(u), _sweep(ref)  # (a second sweep: u's new piece)
+        assert_equal_to_numpy(u, ref)
+        assert_equal_to_numpy(u_old2, ref_old2)
+        assert_equal_to_numpy(u_old, ref_old)
+
+
+def test_a_sweep_copies_nothing_and_moves_only_halo_rows():
+    n = 16
+    a = sample((n, n), "float64")
+    u = make(a, "equal")
+    with d2o.options(check_args=False), d2o.trace() as t:
+        u_old = _sweep(u)
+        err = float(dnp.sqrt(dnp.dot((u - u_old).ravel(), (u - u_old).ravel())))
+    ops = [r.op for r in t.records]
+    collective_assert("fused(copy)" not in ops, ops)
+    collective_assert(t.bytes_sent <= 4 * n * 8 + 256, f"{t.bytes_sent} bytes")
+    ref = a.copy()
+    ref_old = _sweep(ref)
+    v = (ref - ref_old).ravel()
+    collective_assert(np.isclose(err, np.sqrt(np.dot(v, v)), rtol=1e-14), err)
+    assert_equal_to_numpy(u, ref)
+
+
+def _stencil(u):
+    return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
+@pytest.mark.parametrize("made", ["before", "after"])
+def test_views_held_see_the_assignment(made):
+    """Views made before the copy (it is made at once) or after it (no hand-over)."""
+    a = sample((9, 7), "float64")
+    for strategy, axis in layouts(2):
+        u, ref = make(a, strategy, axis), a.copy()
+        if made == "before":
+            inner, left = u[1:-1, 1:-1], u[:, :3]
+        u_old, ref_old = u.copy(), ref.copy()
+        if made == "after":
+            inner, left = u[1:-1, 1:-1], u[:, :3]
+        u[1:-1, 1:-1] = _stencil(u)
+        ref[1:-1, 1:-1] = _stencil(ref)
+        assert_equal_to_numpy(inner, ref[1:-1, 1:-1])
+        assert_equal_to_numpy(left, ref[:, :3])
+        assert_equal_to_numpy(u_old, ref_old)
+        inner[0, 0] = 42.0  # still a view of u
+        ref[1, 1] = 42.0
+        assert_equal_to_numpy(u, ref)
+
+
+@pytest.mark.parametrize("made", ["before", "after"])
+def test_a_named_operand_is_a_view_of_the_target(made):
+    a = sample((9, 7), "float64")
+    for strategy, axis in layouts(2):
+        u, ref = make(a, strategy, axis), a.copy()
+        if made == "before":
+            up, rup = u[:-2, 1:-1], ref[:-2, 1:-1]
+        u_old, r_old = u.copy(), ref.copy()
+        if made == "after":
+            up, rup = u[:-2, 1:-1], ref[:-2, 1:-1]
+        u[1:-1, 1:-1] = up + u[2:, 1:-1]
+        ref[1:-1, 1:-1] = rup + ref[2:, 1:-1]
+        assert_equal_to_numpy(up, rup)
+        assert_equal_to_numpy(u, ref)
+        assert_equal_to_numpy(u_old, r_old)
+
+
+def test_a_local_array_held_makes_the_copy_at_once():
+    a = sample((8, 5), "float64")
+    u = make(a, "equal")
+    loc = u.get_local_data(copy=False)
+    u_old = u.copy()
+    collective_assert(not deferred.pending(u_old), "copied at once")
+    loc += 1.0  # numpy writes u's piece: the copy kept the old values
+    assert_equal_to_numpy(u_old, a)
+    assert_equal_to_numpy(u, a + 1.0)
+    # a local array taken after the copy: the copy is evaluated first
+    u_old, ref = u.copy(), a + 1.0
+    loc = u.get_local_data(copy=False)
+    u[1:-1, 1:-1] = _stencil(u)
+    ref_old = ref.copy()
+    ref[1:-1, 1:-1] = _stencil(ref)
+    collective_assert(np.array_equal(loc, u.get_local_data(copy=False)), "loc is u's piece")
+    assert_equal_to_numpy(u_old, ref_old)
+    assert_equal_to_numpy(u, ref)
+
+
+def test_other_pending_expressions_keep_the_old_values():
+    a = sample((9, 7), "float64")
+    u, ref = make(a, "equal"), a.copy()
+    w = u * 2.0
+    u_old, ref_old = _sweep(u), _sweep(ref)
+    assert_equal_to_numpy(w, a * 2.0)
+    assert_equal_to_numpy(u, ref)
+    assert_equal_to_numpy(u_old, ref_old)
+    # an expression reading the pending copy itself
+    u_old = u.copy()
+    z = u_old + 1.0
+    ref_z = ref + 1.0
+    _sweep(u), _sweep(ref)
+    assert_equal_to_numpy(z, ref_z)
+
+
+@pytest.mark.parametrize("dt", ["float64", "int32", "uint8"])
+def test_writes_after_a_copy(dt):
+    a = sample((6, 5), dt)
+    u, ref = make(a, "equal"), a.copy()
+    writes = [
+        lambda x: x.__setitem__(2, 5),
+        lambda x: x.__setitem__((slice(None), 1), x[:, 2]),
+        lambda x: x.__iadd__(1),
+        lambda x: x.fill(3),
+    ]
+    for write in writes:
+        c, rc = u.copy(), ref.copy()
+        write(u), write(ref)
+        assert_equal_to_numpy(c, rc)
+        assert_equal_to_numpy(u, ref)
+    c, rc = u.copy(), ref.copy()  # a write into the copy leaves the original
+    c[0, 0] = 9
+    rc[0, 0] = 9
+    assert_equal_to_numpy(c, rc)
+    assert_equal_to_numpy(u, ref)
+    c = u.copy()
+    del u  # the original dropped while the copy is pending
+    assert_equal_to_numpy(c, ref)
+
+
+@pytest.mark.parametrize("shape", [(12,), (5, 4, 6), (0, 4), (1, 3), (3, 1)])
+def test_other_shapes_and_stepped_targets(shape):
+    a = sample(shape, "float64")
+    for strategy, axis in layouts(len(shape)):
+        u, ref = make(a, strategy, axis), a.copy()
+        u_old, r_old = u.copy(), ref.copy()
+        u[1:] = u[:-1] * 2.0 + 1.0
+        ref[1:] = ref[:-1] * 2.0 + 1.0
+        assert_equal_to_numpy(u, ref)
+        assert_equal_to_numpy(u_old, r_old)
+        u_old, r_old = u.copy(), ref.copy()
+        u[::2] = u[::2] - 3.0
+        ref[::2] = ref[::2] - 3.0
+        assert_equal_to_numpy(u, ref)
+        assert_equal_to_numpy(u_old, r_old)
+
+
+def test_copies_made_at_once():
+    b = make(np.arange(10) % 2 == 0, "equal")
+    collective_assert(not deferred.pending(b.copy()), "bools: numpy's positive refuses them")
+    x = make(np.arange(10.0), "equal")
+    collective_assert(not deferred.pending(x.copy(dtype=np.float32)), "another dtype")
+    collective_assert(not deferred.pending(x[2:].copy()), "a view")
+    with d2o.options(lazy_min=1000):
+        collective_assert(not deferred.pending(x.copy()), "below lazy_min")
+    with d2o.options(lazy=False):
+        collective_assert(not deferred.pending(x.copy()), "lazy off")
+    c = x.copy()
+    collective_assert(deferred.pending(c), "deferred")
+    assert_equal_to_numpy(c, np.arange(10.0))
