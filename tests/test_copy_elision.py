@@ -15,12 +15,17 @@ from _helpers import layouts, make, sample
 
 import d2o
 import d2o.numpy as dnp
+from d2o.core import buffers
 from d2o.ops import deferred
 from d2o.testing import assert_equal_to_numpy, collective_assert
 
 
-@pytest.fixture(autouse=True)
-def lazy():
+@pytest.fixture(autouse=True, params=["own", "kept"])
+def lazy(request, monkeypatch):
+    """Every test twice: new pieces of their own memory, and pieces of kept buffers
+    (`d2o.core.buffers`, as large pieces are: their views' ``base`` is the buffer)."""
+    if request.param == "kept":
+        monkeypatch.setattr(buffers, "MIN_BYTES", 1)
     with d2o.options(lazy=True, lazy_min=0):
         yield
 
@@ -51,7 +56,10 @@ def test_the_copy_takes_the_old_piece(dt):
         if strategy == "equal" and axis == 0 and dt != "int64":
             # (int64: the float right side is cast on the way, written through numpy)
             collective_assert(before is None or after == before, "no copy: handed over")
+        before = _address(u)
         u_old2, ref_old2 = _sweep(u), _sweep(ref)  # (a second sweep: u's new piece)
+        if strategy == "equal" and axis == 0 and dt != "int64":
+            collective_assert(before is None or _address(u_old2) == before, "handed over")
         assert_equal_to_numpy(u, ref)
         assert_equal_to_numpy(u_old2, ref_old2)
         assert_equal_to_numpy(u_old, ref_old)
@@ -84,6 +92,7 @@ def test_views_held_see_the_assignment(made):
     a = sample((9, 7), "float64")
     for strategy, axis in layouts(2):
         u, ref = make(a, strategy, axis), a.copy()
+        _sweep(u), _sweep(ref)  # (u's piece a new one: with "kept", a kept buffer's)
         if made == "before":
             inner, left = u[1:-1, 1:-1], u[:, :3]
         u_old, ref_old = u.copy(), ref.copy()
@@ -104,6 +113,7 @@ def test_a_named_operand_is_a_view_of_the_target(made):
     a = sample((9, 7), "float64")
     for strategy, axis in layouts(2):
         u, ref = make(a, strategy, axis), a.copy()
+        _sweep(u), _sweep(ref)
         if made == "before":
             up, rup = u[:-2, 1:-1], ref[:-2, 1:-1]
         u_old, r_old = u.copy(), ref.copy()

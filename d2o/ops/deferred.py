@@ -67,7 +67,7 @@ import numpy as np
 from ..array.align import SCALARS, align, result_layout, shifted_rows
 from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle
-from ..core import hooks
+from ..core import buffers, hooks
 from ..core.config import OPTIONS
 from ..core.errors import defer
 from ..core.registry import operation
@@ -490,9 +490,12 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     that can reach the piece (a view, a local array handed out, an operand held by a
     name): their reference counts tell (`_views_in`).  Local."""
     base = self.data
-    if len(PENDING) != 2 or self.base is not None or base.base is not None or not out.size:
+    if len(PENDING) != 2 or self.base is not None or not out.size:
         return None
-    if out.base is not base or out.strides != base.strides or not base.flags.c_contiguous:
+    owner = _owner(base)
+    if owner is None or out.base is not owner:
+        return None
+    if out.strides != base.strides or not base.flags.c_contiguous:
         return None
     copy = None
     for ref in PENDING.values():
@@ -510,18 +513,23 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     if copy is None or not base.flags.writeable:
         return None
     views: dict = {}
-    direct = _views_in(value._expr, base, views)
+    direct = _views_in(value._expr, base, owner, views)
     if direct < 0:
         return None
     for obj, n in views.values():  # a leaf view held elsewhere (a named view of ``self``)
         if n and sys.getrefcount(obj) != n + 3:  # (+ the list, the name, the argument)
             return None
     obj = None
-    # the piece's holders: ``self``, the copy's node, the target, the views found and
-    # the references in the expression, ``base`` and the argument; nothing else
-    if sys.getrefcount(base) != 5 + direct + len(views):
+    # the piece's holders: ``self``, the copy's node, the references in the expression,
+    # ``base`` and the argument; the owner's: the pool, the piece, the target, the views
+    # found, ``owner`` and the argument; nothing else (the piece its own owner: both)
+    if owner is base:
+        if sys.getrefcount(base) != 6 + direct + len(views):
+            return None
+    elif sys.getrefcount(base) != 4 + direct or sys.getrefcount(owner) != 5 + len(views):
         return None
-    new = np.empty_like(base)
+    owner = None
+    new = buffers.empty(base.shape, base.dtype)
     start, rest = [], out.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     for k in range(base.ndim):
         start.append(rest // base.strides[k])
@@ -540,12 +548,13 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     return new[tuple(box)]
 
 
-def _views_in(node: Node, base: np.ndarray, views: dict) -> int:
-    """Collect in ``views`` (id -> [view, references in the tree]) the views of ``base``
-    that the tree of ``node`` holds (its array operands; for the rows of a halo exchange
-    (`Parts`), its own piece and what it sends: reference count 0, not checked); returns
-    how many times the tree holds ``base`` itself, or -1 where another array shares its
-    memory (an evaluated node's value, an array not viewing it through ``base``)."""
+def _views_in(node: Node, base: np.ndarray, owner: np.ndarray, views: dict) -> int:
+    """Collect in ``views`` (id -> [view, references in the tree]) the views of piece
+    ``base`` (whose memory ``owner`` owns: their ``base``) that the tree of ``node``
+    holds (its array operands; for the rows of a halo exchange (`Parts`), its own piece
+    and what it sends: reference count 0, not checked); returns how many times the tree
+    holds ``base`` itself, or -1 where another array shares its memory (an evaluated
+    node's value, an array not viewing it through ``owner``)."""
     direct = 0
     for a in node.args:
         if type(a) is Node:
@@ -553,14 +562,14 @@ def _views_in(node: Node, base: np.ndarray, views: dict) -> int:
                 if np.may_share_memory(a.value, base):
                     return -1
                 continue
-            n = _views_in(a, base, views)
+            n = _views_in(a, base, owner, views)
             if n < 0:
                 return -1
             direct += n
         elif isinstance(a, np.ndarray):
             if a is base:
                 direct += 1
-            elif a.base is base:
+            elif a.base is owner:
                 views.setdefault(id(a), [a, 0])[1] += 1
             elif np.may_share_memory(a, base):
                 return -1
@@ -568,7 +577,7 @@ def _views_in(node: Node, base: np.ndarray, views: dict) -> int:
             for arr in [arr for _, arr in a.pieces] + [arr for _, arr in a.sent]:
                 if arr is base:
                     return -1
-                if arr.base is base:
+                if arr.base is owner:
                     views.setdefault(id(arr), [arr, 0])
                 elif np.may_share_memory(arr, base):
                     return -1
@@ -613,12 +622,33 @@ def copied(x: Any) -> Any:
     data = x.data
     if data.dtype not in fused.FUSABLE or data.dtype == np.bool_:
         return None
-    if data.base is not None or sys.getrefcount(data) > PIECE_REFS:
+    owner = _owner(data)
+    if owner is None:
         return None
+    if owner is data:
+        owner = None
+    elif sys.getrefcount(owner) > PIECE_REFS + 1:  # (the piece's base, the pool, ...)
+        return None
+    if sys.getrefcount(data) > PIECE_REFS:
+        return None
+    owner = None
     err = np.geterr()
     node = Node(COPY, (data,), data.dtype, data.shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), d.comm)  # fmt: skip
     return _register(node, d)
+
+
+def _owner(piece: np.ndarray) -> np.ndarray | None:
+    """The array owning the memory of ``piece`` where that memory is ``piece``'s alone: the
+    piece itself, or a kept buffer it views whole (`d2o.core.buffers`: the pool holds
+    it too, and every view of the piece has the buffer as its ``base``); else None."""
+    owner = piece.base
+    if owner is None:
+        return piece
+    if type(owner) is not np.ndarray or owner.nbytes != piece.nbytes or not buffers.kept(owner):
+        return None
+    at = owner.__array_interface__["data"][0]
+    return owner if at == piece.__array_interface__["data"][0] else None
 
 
 def _complete_exchanges() -> None:
