@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import d2o
 from d2o import distributed_data_object
+from d2o.ops import getting
 from d2o.testing import assert_equal_to_numpy, assert_raises_everywhere, collective_assert
 
 STRATEGIES = ["equal", "fftw", "freeform", "not"]
@@ -552,3 +553,28 @@ def test_mesh_keys_bad_on_one_rank_raise_everywhere(name):
     ops = [c[1] for c in t.calls]
     collective_assert(comm.size == 1 or ops[0] == "Allreduce", f"no agreement first: {ops}")
     collective_assert(comm.size == 1 or set(ops[1:]) <= {"Alltoallw"}, f"moved {ops}")
+
+
+def test_slice_plans_kept_give_the_same_views():
+    """A view by slices is planned once per layout and key (`d2o.ops.getting._PLANS`):
+    the second view of one key, and views after the plans were emptied, are numpy's."""
+    keys = [(slice(None, -2), slice(1, -1)), (slice(2, None), slice(1, -1)), slice(1, -1),
+            (slice(1, 6, 2), slice(None, None, -1)), (slice(5, 1, -1),)]  # fmt: skip
+    for strategy in ("equal", "freeform"):
+        for axis in AXES:
+            a, x = _pair(strategy, axis)
+            for key in keys * 2:
+                v = x[key]
+                assert_equal_to_numpy(v, a[key])
+                v[...] = v + 1.0  # a view: writes reach the base
+                a[key] = a[key] + 1.0
+                assert_equal_to_numpy(x, a)
+    old = getting._PLANS_MAX
+    getting._PLANS_MAX = 1  # emptied at every new plan
+    try:
+        a, x = _pair("equal")
+        for key in keys * 2:
+            assert_equal_to_numpy(x[key], a[key])
+    finally:
+        getting._PLANS_MAX = old
+    collective_assert(len(getting._PLANS) <= getting._PLANS_MAX, "bounded")

@@ -138,6 +138,21 @@ class Node:
         self.count: int = count
         self.value: np.ndarray | None = None
 
+    def derived(self, args: tuple, shape: tuple) -> Node:
+        """This operation over ``args`` (rows of its operands, or its operands flattened:
+        `d2o.ops.fused`) of ``shape``; every other slot as here.  Not recorded."""
+        c = Node.__new__(Node)
+        c.ufunc, c.call, c.args, c.dtype, c.err = self.ufunc, self.call, args, self.dtype, self.err
+        c.comm, c.value, c.uses, c.owner, c.count = (
+            self.comm,
+            None,
+            self.uses,
+            self.owner,
+            self.count,
+        )
+        c.shape, c.ndim, c.size = shape, len(shape), math.prod(shape)
+        return c
+
     def shared(self) -> bool:
         """True when this node's value may be read more than once: by several recorded
         nodes, or by one while the array it belongs to is still held (a name may read it

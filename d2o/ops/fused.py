@@ -43,8 +43,6 @@ numexpr's C-library calls on one thread, and give numpy's own bits).
 
 from __future__ import annotations
 
-import copy
-import math
 import os
 import warnings
 from typing import Any
@@ -439,13 +437,11 @@ def _cut(node: Any, axis: int, lo: int, hi: int | None) -> Any:
             args.append(a[sub])
         else:
             args.append(a)
-    c = copy.copy(node)
-    c.args = tuple(args)
-    if hi is not None:
-        shape = list(node.shape)
-        shape[axis] = hi - lo
-        c.shape, c.size = tuple(shape), math.prod(shape)
-    return c
+    if hi is None:
+        return node.derived(tuple(args), node.shape)
+    shape = list(node.shape)
+    shape[axis] = hi - lo
+    return node.derived(tuple(args), tuple(shape))
 
 
 def _segmented(node: Any, parts: list, ops: list, out: np.ndarray | None) -> np.ndarray:
@@ -561,8 +557,8 @@ def flat(node: Any) -> Any:
         elif isinstance(a, Parts):
             return None
         args.append(a)
-    c = copy.copy(node)
-    c.args, c.shape, c.ndim, c.uses, c.owner = tuple(args), n, 1, 0, None
+    c = node.derived(tuple(args), n)
+    c.uses, c.owner = 0, None
     return c
 
 

@@ -52,8 +52,40 @@ def plain_key(key: Any) -> bool:
     return not isinstance(key, D2O)
 
 
+#: (layout, the key's slices as (start, stop, step)) -> (the numpy key of this rank's
+#: piece, the view's layout): the plans of views by slices on slabs (`_get_slice_axis`),
+#: so that a stencil's shifted views cost a lookup, not the key machinery.  Local facts
+#: of the layout and the key alone; at most `_PLANS_MAX` (then emptied).
+_PLANS: dict = {}
+_PLANS_MAX = 512
+
+
+def _slices(key: Any) -> tuple | None:
+    """``key``'s slices as (start, stop, step) triples of ints or None, or None where it
+    holds anything else (the plan cache's key)."""
+    items = key if type(key) is tuple else (key,)
+    sig = []
+    for s in items:
+        if type(s) is not slice:
+            return None
+        a, b, c = s.start, s.stop, s.step
+        if (a is not None and type(a) is not int) or (b is not None and type(b) is not int):
+            return None
+        if c is not None and type(c) is not int:
+            return None
+        sig.append((a, b, c))
+    return tuple(sig)
+
+
 def get_items(obj: D2O, key: Any, copy: bool = True) -> Any:
     d = obj.distributor
+    sig = None
+    if not copy and d.comm.size > 1:
+        sig = _slices(key)
+        if sig is not None:
+            plan = _PLANS.get((d, sig))
+            if plan is not None:
+                return obj._view(obj.data[plan[0]], plan[1])
     if d.comm.size == 1 and plain_key(key):
         # one process: numpy does it all (results, errors); the layout is 'not'
         # for replicated arrays, else a one-piece slab along axis 0
@@ -98,7 +130,7 @@ def get_items(obj: D2O, key: Any, copy: bool = True) -> Any:
         return _from_local(res.copy(), lay) if copy else obj._view(res, lay)
     e = k.src[d.axis]
     if e[0] == "s":
-        return _get_slice_axis(obj, k, e, copy)
+        return _get_slice_axis(obj, k, e, copy, sig)
     if e[0] == "i":
         return _get_int_axis(obj, k, e, copy)
     return _get_adv_axis(obj, k)
@@ -211,7 +243,9 @@ def _owner_scalar(obj: D2O, k: Key | None, error: BaseException | None) -> Any:
     return from_owner(obj, owner, tuple(idx), None)
 
 
-def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
+def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool, sig: tuple | None = None) -> D2O:
+    """Slice ``e`` of the split axis (``sig``: the key's slices, where a view's plan is
+    kept in `_PLANS`)."""
     d = obj.distributor
     comm = d.comm
     ax, start, step, n = e[1], e[2], e[4], e[5]
@@ -221,7 +255,8 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
     P = comm.size
     ranges = [jrange(start, step, n, offs[r], offs[r + 1]) for r in range(P)]
     j0, j1 = ranges[comm.rank]
-    piece = obj.data[emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})]
+    local = emit(k, {ax: localize_slice(start, step, j0, j1, offs[comm.rank])})
+    piece = obj.data[local]
     view = not (copy or k.advanced)
     if copy and not k.advanced:
         piece = piece.copy()
@@ -229,6 +264,10 @@ def _get_slice_axis(obj: D2O, k: Key, e: tuple, copy: bool) -> D2O:
     if step > 0 or P == 1:
         whole = start == 0 and step == 1 and n == d.global_shape[ax]
         lay = freeform_slab(R, comm, o, lengths, d.strategy if whole else "freeform")
+        if view and sig is not None:
+            if len(_PLANS) >= _PLANS_MAX:
+                _PLANS.clear()
+            _PLANS[(d, sig)] = (local, lay)
         return obj._view(piece, lay) if view else _from_local(piece, lay)
     if view:  # the ranks hold their ranges in descending order: a layout with given pieces
         lay = explicit(layout(mesh=(P,), split=(o,), comm=comm), R, (o,), (tuple(ranges),))
