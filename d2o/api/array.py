@@ -49,9 +49,8 @@ _next_index = d2o_librarian.next_index
 #: ``inline``): the class's facts, and the constructor's (it never meets a 0-d view).
 _ON = cell(mesh=True)
 _ON_INIT = cell(mesh=True, held="local")
-#: ``__array_ufunc__``'s: element-wise calls the ``lazy`` option records (``defers``)
+#: ``__array_ufunc__``'s and ``copy``'s: calls the ``lazy`` option records (``defers``)
 _ON_UFUNC = cell(mesh=True, held="native", defers=True)
-#: ``copy``'s: the ``lazy`` option defers a copy too (`d2o.ops.deferred.copied`)
 _ON_COPY = cell(mesh=True, defers=True)
 _FLOAT64 = np.dtype(np.float64)
 _empty = np.empty
@@ -538,8 +537,7 @@ class distributed_data_object(ArrayBase, Operators, NumpyMethods):  # noqa: N801
         Local when the layout is unchanged; otherwise one all-to-all exchange
         of exactly the data that must move.  With the ``lazy`` option a plain copy
         of a large array is deferred (`d2o.ops.deferred.copied`).
-        """
-        # a mode needs this call (d2o.core.registry); ``lazy`` alone, a large one
+        """  # (a mode needs this call, d2o.core.registry; ``lazy`` alone: a large one)
         if _ON_COPY[0] and not _depth[0] and (_ON[0] or self.distributor.size >= _FROM[0]):
             return run_flagged(distributed_data_object.copy, (self,), dict(
                 dtype=dtype, distribution_strategy=distribution_strategy, axis=axis))  # fmt: skip
