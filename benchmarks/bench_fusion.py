@@ -26,11 +26,14 @@ bound each program cannot go below, measured in the same run:
   ``r2 ** -1.5`` is now computed from a square root, `d2o.ops.loops.HALF_POWERS`, and
   fused), the random numbers (Monte Carlo).
 
-numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per process; the
-figures compare one core with one core).  The machine may be shared: the load average
-is printed with the table.  Also printed: the first lazy stencil step's time (numba's
-import and the kernel's compilation, or its load from numba's on-disk cache) against
-a later step's.
+Each time is the best of 5 runs (2 with ``--quick``; a floor's of 3), numpy's as d2o's: on this
+two-core virtual machine the cores' speed varies by up to 1.8x from one second to the
+next (a pure-Python loop, measured), and over two processes the slower core sets the
+time.  numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per
+process; the figures compare one core with one core).  The machine may be shared: the
+load average is printed with the table.  Also printed: the first lazy stencil step's
+time (numba's import and the kernel's compilation, or its load from numba's on-disk
+cache) against a later step's.
 
     python benchmarks/bench_fusion.py [--quick]
 """
@@ -175,7 +178,7 @@ def _floors(quick: bool, programs: dict) -> dict:
 
 def measure(quick: bool) -> dict:
     """Every case's figures on this run's ranks (see the module notes)."""
-    n, steps, repeat = (512, 3, 2) if quick else (4096, 10, 3)
+    n, steps, repeat = (512, 3, 2) if quick else (4096, 10, 5)
     size = 1 << (20 if quick else 24)
     bw1 = on_rank0(lambda: triad_bandwidth(size))
     bw = triad_bandwidth(size, together=True) if COMM.size > 1 else bw1

@@ -9,9 +9,13 @@ pending expressions, writes into either array, other dtypes, shapes and layouts.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from _helpers import layouts, make, sample
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import d2o
 import d2o.numpy as dnp
@@ -217,3 +221,60 @@ def test_copies_made_at_once():
     c = x.copy()
     collective_assert(deferred.pending(c), "deferred")
     assert_equal_to_numpy(c, np.arange(10.0))
+
+
+# -- properties: a copy, then a random expression of views assigned into the array -------
+
+OPS = [
+    lambda p, q: p + q,
+    lambda p, q: p - q,
+    lambda p, q: p * 0.5 + q,
+    lambda p, q: (p + 1.5) / (abs(q) + 1.0),
+    lambda p, q: -p + q**2,
+]
+
+
+@st.composite
+def programs(draw):
+    n = draw(st.integers(3, 12))
+    length = draw(st.integers(1, n))
+    offsets = st.integers(0, n - length)
+    first = draw(offsets)
+    steps = draw(st.lists(st.tuples(st.integers(0, len(OPS) - 1), offsets), max_size=4))
+    target = draw(offsets)
+    hold = draw(st.sampled_from(["none", "target", "operand", "piece"]))
+    layout = draw(st.sampled_from(layouts(1)))
+    return n, length, first, steps, target, hold, layout
+
+
+def _copy_program(program, x, local):
+    """``old = x.copy()``, then one statement assigning a temporary expression of views of
+    ``x`` into a slice of ``x`` (something held meanwhile, or not); returns what was held
+    and the arrays to compare."""
+    n, length, first, steps, target, hold, _ = program
+    old = x.copy()
+    held = {
+        "none": lambda: None,
+        "target": lambda: x[target : target + length],
+        "operand": lambda: x[first : first + length],
+        "piece": lambda: local(x),
+    }[hold]()
+    x[target : target + length] = functools.reduce(
+        lambda e, s: OPS[s[0]](e, x[s[1] : s[1] + length]), steps, x[first : first + length] * 1.0
+    )
+    return held, x, old
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_assignments_after_a_copy_match_numpy(program):
+    n, *_, layout = program
+    a = sample((n,), "float64")
+    held, x, old = _copy_program(program, make(a, *layout), lambda x: x.get_local_data(copy=False))
+    ref_held, ref, ref_old = _copy_program(program, a.copy(), lambda x: x)
+    assert_equal_to_numpy(x, ref)
+    assert_equal_to_numpy(old, ref_old)
+    if isinstance(ref_held, np.ndarray) and program[5] != "piece":
+        assert_equal_to_numpy(held, ref_held)  # a view: numpy's values after the write
+    if program[5] == "piece":  # the local array taken: still the array's piece
+        collective_assert(np.array_equal(held, x.get_local_data(copy=False)), "the piece")
