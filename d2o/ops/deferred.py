@@ -103,6 +103,9 @@ RAVEL_REFS = 4
 #: (its slot, the name and the argument): more, and a view or a local array may write it
 #: while the copy is pending, so the copy is made at once.
 PIECE_REFS = 3
+#: True where `_hand_over`'s reference counts hold (CPython before 3.14, which borrows
+#: references on its stack and counts fewer: an outside holder could hide there).
+COUNTED = sys.version_info < (3, 14)
 #: The ufunc of a deferred copy's node (``u.copy()``: numpy's positive is an exact copy of
 #: every numeric dtype).
 COPY = np.positive
@@ -505,7 +508,7 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     that can reach the piece (a view, a local array handed out, an operand held by a
     name): their reference counts tell (`_views_in`).  Local."""
     base = self.data
-    if len(PENDING) != 2 or self.base is not None or not out.size:
+    if not COUNTED or len(PENDING) != 2 or self.base is not None or not out.size:
         return None
     owner = _owner(base)
     if owner is None or out.base is not owner:
