@@ -146,14 +146,8 @@ class Node:
         `d2o.ops.fused`) of ``shape``; every other slot as here.  Not recorded."""
         c = Node.__new__(Node)
         c.ufunc, c.call, c.args, c.dtype, c.err = self.ufunc, self.call, args, self.dtype, self.err
-        c.comm, c.value, c.uses, c.owner, c.count = (
-            self.comm,
-            None,
-            self.uses,
-            self.owner,
-            self.count,
-        )
-        c.shape, c.ndim, c.size = shape, len(shape), math.prod(shape)
+        c.comm, c.uses, c.owner, c.count = self.comm, self.uses, self.owner, self.count
+        c.shape, c.ndim, c.size, c.value = shape, len(shape), math.prod(shape), None
         return c
 
     def shared(self) -> bool:
