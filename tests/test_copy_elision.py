@@ -278,3 +278,16 @@ def test_random_assignments_after_a_copy_match_numpy(program):
         assert_equal_to_numpy(held, ref_held)  # a view: numpy's values after the write
     if program[5] == "piece":  # the local array taken: still the array's piece
         collective_assert(np.array_equal(held, x.get_local_data(copy=False)), "the piece")
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (0, 3), (1, 1)])
+def test_copies_of_0d_and_empty_arrays(shape):
+    a = np.full(shape, 3.5)
+    x, y = make(a, "not" if not shape else "equal"), make(a, "not" if not shape else "equal")
+    c, c2 = x.copy(), y.copy()
+    x += 1.0
+    y[...] = y * 2.0 + 1.0
+    assert_equal_to_numpy(c, a)
+    assert_equal_to_numpy(c2, a)
+    assert_equal_to_numpy(x, a + 1.0)
+    assert_equal_to_numpy(y, a * 2.0 + 1.0)

@@ -557,7 +557,7 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     settle(copy, base)
     _forget(id(copy))
     self.data = new
-    return new[tuple(box)]
+    return new[(*box, Ellipsis)]  # (a view also where the piece is 0-d)
 
 
 def _views_in(node: Node, base: np.ndarray, owner: np.ndarray, views: dict) -> int:
