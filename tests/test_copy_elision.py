@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import d2o
 import d2o.numpy as dnp
+from d2o import distributed_data_object
 from d2o.core import buffers
 from d2o.ops import deferred
 from d2o.testing import assert_equal_to_numpy, collective_assert
@@ -291,3 +292,34 @@ def test_copies_of_0d_and_empty_arrays(shape):
     assert_equal_to_numpy(c2, a)
     assert_equal_to_numpy(x, a + 1.0)
     assert_equal_to_numpy(y, a * 2.0 + 1.0)
+
+
+def test_the_piece_handed_to_outside_code_evaluates_the_copy_first():
+    """``x.data`` read outside d2o (numpy, C, FFTW may write it) while a copy of ``x``
+    waits: the copy is evaluated first, then the array is an ordinary one again."""
+    a = sample((6, 5), "float64")
+    for write in ("data", "name", "view", "set"):
+        x = make(a, "equal")
+        c = x.copy()
+        collective_assert(deferred.pending(c), "deferred")
+        if write == "data":
+            x.data[...] = 7.0
+        elif write == "name":
+            loc = x.data
+            loc += 1.0
+        elif write == "view":
+            v = x[1:]
+            v.data[...] = -1.0
+        else:
+            x.data = np.zeros_like(x.data)
+        collective_assert(not deferred.pending(c), "evaluated first")
+        collective_assert(type(x) is distributed_data_object, type(x).__name__)
+        assert_equal_to_numpy(c, a)
+    x = make(a, "equal")  # after the hand-over, x is an ordinary array
+    _sweep(x)
+    collective_assert(type(x) is distributed_data_object, type(x).__name__)
+    y = make(a, "equal")  # two copies of one array: the second stays protected
+    c1, c2 = y.copy(), y.copy()
+    d2o.evaluate(c1)
+    y.data[...] = 0.0
+    assert_equal_to_numpy(c2, a)

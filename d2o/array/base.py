@@ -19,7 +19,8 @@ import numpy as np
 from ..core.librarian import d2o_librarian
 from ..layouts.distributors import Distributor
 
-__all__ = ["ArrayBase", "Array", "from_local", "deferred", "settle", "as_shape", "as_index"]
+__all__ = ["ArrayBase", "Array", "from_local", "deferred", "settle", "watch", "unwatch",
+           "as_shape", "as_index"]  # fmt: skip
 
 _next_index = d2o_librarian.next_index
 _new = object.__new__
@@ -31,6 +32,10 @@ _PUBLIC: Any = None  # the same, read by `from_local` on every result
 _DEFERRED: Any = None
 #: The same, for the modules that test an array's type before looking for an expression
 deferred_type: list = [None]
+#: The class of arrays whose piece a deferred copy reads (`d2o.api.deferred`): the public
+#: class with a ``data`` property that evaluates the copy first when code outside d2o
+#: reads the piece (which it may write); set on such arrays alone, while the copy waits.
+_WATCHED: Any = None
 
 
 class ArrayBase:
@@ -49,11 +54,14 @@ class ArrayBase:
     base: Any
     hermitian: bool
 
-    def __init_subclass__(cls, deferred: bool = False, **kwargs: Any) -> None:
+    def __init_subclass__(cls, deferred: bool = False, watched: bool = False,
+                          **kwargs: Any) -> None:  # fmt: skip
         super().__init_subclass__(**kwargs)
-        global _PUBLIC, _DEFERRED
+        global _PUBLIC, _DEFERRED, _WATCHED
         if deferred:  # the class of deferred arrays (`d2o.api.deferred`)
             _DEFERRED = deferred_type[0] = cls
+        elif watched:  # the class of arrays a deferred copy reads (`d2o.api.deferred`)
+            _WATCHED = cls
         elif _public[0] is None:
             _public[0] = _PUBLIC = cls
             d2o_librarian.cls = cls
@@ -132,6 +140,24 @@ def settle(obj: Any, data: Any = None) -> None:
     except AttributeError:
         pass
     obj.__class__ = _PUBLIC
+
+
+def watch(obj: Any) -> bool:
+    """Give ``obj`` (an instance of the public class itself) the class whose ``data``
+    property evaluates the deferred copies of its piece before code outside d2o reads it
+    (True also where it has it already); False where ``obj`` is of another class.  Local."""
+    if type(obj) is _WATCHED:
+        return True
+    if type(obj) is not _PUBLIC or _WATCHED is None:
+        return False
+    obj.__class__ = _WATCHED
+    return True
+
+
+def unwatch(obj: Any) -> None:
+    """Make a watched array (`watch`) an ordinary one again.  Local."""
+    if type(obj) is _WATCHED:
+        obj.__class__ = _PUBLIC
 
 
 def as_shape(shape: Any) -> tuple:

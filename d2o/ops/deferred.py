@@ -50,8 +50,10 @@ layouts differ otherwise than shifted slabs (whole arrays, none a view, cut
 differently: the first operand's layout, as eager operations give), 0-d views,
 operations on process meshes without a mesh algorithm, inner calls of other
 operations, and controller mode.  Known limit: a numpy array obtained earlier with
-``get_local_data(copy=False)`` and written into by numpy while an expression reading
-it is pending is not seen.
+``get_local_data(copy=False)`` (or ``x.data``) and written into by numpy while an
+expression reading it is pending is not seen; a deferred copy (`copied`) is safe from
+it: it is made only where nothing holds the piece, and ``x.data`` read outside d2o
+evaluates it first (`release`).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ import numpy as np
 
 from ..array.align import SCALARS, align, result_layout, shifted_rows
 from ..array.base import Array as D2O
-from ..array.base import ArrayBase, deferred, settle
+from ..array.base import ArrayBase, deferred, settle, unwatch, watch
 from ..core import buffers, hooks
 from ..core.config import OPTIONS
 from ..core.errors import defer
@@ -111,6 +113,9 @@ COUNTED = sys.version_info < (3, 14)
 COPY = np.positive
 #: id(array) -> weak reference, for every deferred array not evaluated yet.
 PENDING: dict[int, Any] = {}
+#: id(deferred copy) -> weak reference to the array it copies (watched while it waits:
+#: `copied`, `release`).
+SOURCES: dict[int, Any] = {}
 _DATA = ArrayBase.__dict__["data"]  # the slot itself: reading it never evaluates
 
 
@@ -270,8 +275,14 @@ def _register(node: Node, d: Any) -> Any:
 
 def _forget(key: int) -> None:
     """Drop ``key`` from `PENDING`; after the last one, the runtime flags the element-wise
-    calls alone again (`d2o.core.hooks` event "pending")."""
+    calls alone again (`d2o.core.hooks` event "pending").  A copy's source no other
+    pending copy reads is an ordinary array again (`copied`)."""
     PENDING.pop(key, None)
+    if SOURCES:
+        ref = SOURCES.pop(key, None)
+        src = ref() if ref is not None else None
+        if src is not None and not any(r() is src for r in SOURCES.values()):
+            unwatch(src)
     if not PENDING and hooks.pending[0]:
         hooks.pending[0] = False
         hooks.fire("pending")
@@ -557,7 +568,8 @@ def _hand_over(self: Any, out: np.ndarray, value: Any) -> np.ndarray | None:
     settle(copy, base)
     _forget(id(copy))
     self.data = new
-    return new[(*box, Ellipsis)]  # (a view also where the piece is 0-d)
+    target: tuple = (*box, Ellipsis)  # (a view also where the piece is 0-d)
+    return new[target]
 
 
 def _views_in(node: Node, base: np.ndarray, owner: np.ndarray, views: dict) -> int:
@@ -644,10 +656,22 @@ def copied(x: Any) -> Any:
     if sys.getrefcount(data) > PIECE_REFS:
         return None
     owner = None
+    if not watch(x):
+        return None  # (a subclass of the public class: copied at once)
     err = np.geterr()
     node = Node(COPY, (data,), data.dtype, data.shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), d.comm)  # fmt: skip
-    return _register(node, d)
+    c = _register(node, d)
+    SOURCES[id(c)] = weakref.ref(x)  # ``x``'s data read from outside d2o: `release`
+    return c
+
+
+def release(x: Any) -> None:
+    """``x``'s piece is about to reach code outside d2o (its ``data`` read there), which
+    may write it: the pending arrays reading it (a deferred copy) are evaluated first,
+    and ``x`` is an ordinary array again.  Local."""
+    unwatch(x)
+    flush(_DATA.__get__(x, type(x)))
 
 
 def _owner(piece: np.ndarray) -> np.ndarray | None:
