@@ -647,17 +647,12 @@ def copied(x: Any) -> Any:
     if data.dtype not in fused.FUSABLE or data.dtype == np.bool_:
         return None
     owner = _owner(data)
-    if owner is None:
+    # a kept buffer's holders: the pool and the piece besides ``owner`` and the argument
+    if owner is None or (owner is not data and sys.getrefcount(owner) > PIECE_REFS + 1):
         return None
-    if owner is data:
-        owner = None
-    elif sys.getrefcount(owner) > PIECE_REFS + 1:  # (the piece's base, the pool, ...)
-        return None
-    if sys.getrefcount(data) > PIECE_REFS:
-        return None
-    owner = None
-    if not watch(x):
-        return None  # (a subclass of the public class: copied at once)
+    owner = None  # (so that the piece's count below is its own holders')
+    if sys.getrefcount(data) > PIECE_REFS or not watch(x):
+        return None  # (held elsewhere, or a subclass of the public class: copied now)
     err = np.geterr()
     node = Node(COPY, (data,), data.dtype, data.shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), d.comm)  # fmt: skip

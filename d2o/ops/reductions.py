@@ -58,7 +58,7 @@ from ..layouts.mesh import is_mesh, reduced_layout, subcomm
 from ..move.redistribution import redistribute
 from . import fused as _fused
 
-__all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE", "agreed_max"]
+__all__ = ["ufunc_reduce", "reduce", "ravel", "ASSOCIATIVE", "agreed_max", "agreed_total"]
 
 
 def _lowest(dt: np.dtype) -> Any:
@@ -127,10 +127,7 @@ _INT = np.dtype(np.int64)
 def agreed_max(comm: Any, error: BaseException | None, value: int) -> int:
     """Collective: the largest ``value`` over the ranks, and the error agreement, in one
     Allreduce of a 96-byte record; raises on every rank where any rank has ``error``."""
-    rec = new_record()
-    if error is None:
-        put_value(rec, value, _INT, _ufunc_combiner(np.maximum, _INT))
-    return int(get_value(allreduce_agreed(comm, error, rec, combine=True), _INT))
+    return int(agreed_total(comm, error, value, _INT, np.maximum))
 
 
 def probe(obj: D2O) -> np.ndarray:
