@@ -219,6 +219,76 @@ def test_script_prints_once_errors_reach_it_and_status_is_its_own(tmp_path, n):
     assert "Traceback" not in got.stderr, got.stderr
 
 
+# -- lazy: one batch per fused kernel -------------------------------------------------------
+
+LAZY = """
+    import numpy
+    import d2o
+    import d2o.numpy as np
+
+    n = 800  # (n * n above lazy_min: recorded)
+    a = numpy.arange(n * n, dtype=float).reshape(n, n) / n
+    x = np.asarray(a)
+
+    def counts(t):
+        fused = [r.op for r in t.records if r.op.startswith("fused(")]
+        return len([c for c in t.calls if c[1] == "command"]), fused
+
+    # an expression and its sum: queued, sent with the sum (a batch and its agreement)
+    with d2o.trace() as t:
+        s = float(((x * 3 - 1) ** 2).sum())
+    print("sum", s == float(((a * 3 - 1) ** 2).sum()), *counts(t))
+
+    # a stencil sweep: the views and operators ride with the halo exchange, the
+    # assignment writes the expression into the target, the dot fuses
+    u, w = np.asarray(a), a.copy()
+    for _ in range(2):
+        u_old, w_old = u.copy(), w.copy()
+        with d2o.trace() as t:
+            u[1:-1, 1:-1] = (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) * 0.25
+            v = (u - u_old).ravel()
+            e = float(numpy.sqrt(np.dot(v, v)))
+        w[1:-1, 1:-1] = (w[:-2, 1:-1] + w[2:, 1:-1] + w[1:-1, :-2] + w[1:-1, 2:]) * 0.25
+        vw = (w - w_old).ravel()
+        print("sweep", numpy.array_equal(u.get_full_data(), w),
+              abs(e - numpy.sqrt(numpy.dot(vw, vw))) <= 1e-12 * e, *counts(t))
+
+    # named right sides and a named array raveled stay what numpy gives (rank 0 tells
+    # the workers which arguments are temporaries)
+    r = (u[:-2, 1:-1] + u[2:, 1:-1]) * 0.5
+    rw = (w[:-2, 1:-1] + w[2:, 1:-1]) * 0.5
+    u[1:-1, 1:-1] = r
+    w[1:-1, 1:-1] = rw
+    d = u - 1.0
+    flat = d.ravel()
+    u[...] = 7.0
+    r2 = r * 2  # (recorded over r, which must still hold its own values)
+    print("named", numpy.array_equal(r.get_full_data(), rw),
+          numpy.array_equal(r2.get_full_data(), rw * 2),
+          numpy.array_equal(d.get_full_data(), w - 1.0),
+          numpy.array_equal(flat.get_full_data(), (w - 1.0).ravel()),
+          float(u.sum()) == 7.0 * n * n)
+"""
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_lazy_sends_one_batch_per_fused_kernel(tmp_path, n):
+    got = run_controller(_script(tmp_path, LAZY), n, D2O_LAZY="1")
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    # a batch and its agreement (8 bytes): one command each
+    assert lines[0] == "sum True 2 ['fused(multiply, subtract, power, sum)']", got.stdout
+    for line in lines[1:3]:  # batches: the halo exchange's, the assignment's, the dot's
+        assert line == (
+            "sweep True True 6 ['fused(add, add, add, multiply)', 'fused(subtract, subtract, multiply, sum)']"
+        ), got.stdout
+    assert lines[3] == "named True True True True True", got.stdout
+    eager = run_controller(_script(tmp_path, LAZY), n, D2O_LAZY="0")
+    assert eager.returncode == 0, eager.stderr
+    sweep = eager.stdout.splitlines()[1].split()
+    assert sweep[:3] == ["sweep", "True", "True"] and int(sweep[3]) > 6, eager.stdout
+
+
 def test_uncaught_exception_is_reported_once_with_status_1(tmp_path):
     body = """
         import d2o.numpy as np

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-__all__ = ["subscribe", "fire", "depth", "controlled", "role", "mesh_in_use", "held_in_use",
+__all__ = ["subscribe", "fire", "depth", "controlled", "role", "temporary", "mesh_in_use", "held_in_use",
            "pending", "defer_from", "NEVER", "use_mesh", "use_held", "drop_held"]  # fmt: skip
 
 #: 1 while a public operation runs (its inner calls are not wrapped again).
@@ -21,6 +21,11 @@ depth = [0]
 controlled = [False]
 #: In controller mode: "controller" on rank 0, "worker" on the others; else None.
 role: list = [None]
+#: Controller mode with ``lazy`` on: whether the array an item assignment writes or a
+#: ``ravel`` flattens is a temporary of the script (rank 0 counts its references and
+#: sends the answer with the command, so that every rank decides alike: a worker's
+#: own objects are held by its table of handles); None: count here.
+temporary: list = [None]
 #: True once a mesh layout was built in this process.
 mesh_in_use = [False]
 #: How many 0-d views (`d2o.layouts.distributors.HeldScalar` layouts) are alive now.

@@ -48,8 +48,10 @@ operands that are not d2o arrays or scalars, broadcast operands on process meshe
 that would arrive as boundary rows (shifted slabs of another shape), d2o operands whose
 layouts differ otherwise than shifted slabs (whole arrays, none a view, cut
 differently: the first operand's layout, as eager operations give), 0-d views,
-operations on process meshes without a mesh algorithm, inner calls of other
-operations, and controller mode.  Known limit: a numpy array obtained earlier with
+operations on process meshes without a mesh algorithm, and inner calls of other
+operations.  In controller mode every rank records the same calls (the decisions
+depend on global facts; whether an assignment's right side or a raveled array is a
+temporary comes from rank 0's count: `d2o.core.hooks.temporary`).  Known limit: a numpy array obtained earlier with
 ``get_local_data(copy=False)`` (or ``x.data``) and written into by numpy while an
 expression reading it is pending is not seen; a deferred copy (`copied`) is safe from
 it: it is made only where nothing holds the piece, and ``x.data`` read outside d2o
@@ -468,7 +470,9 @@ def assign(self: Any, key: Any, value: Any) -> bool:
     agrees on the decision, as the eager assignment agrees on its shapes: a key that
     differs between ranks (bad on some) sends every rank the eager way, where it raises
     everywhere, instead of leaving some ranks waiting (`d2o.ops.reductions.agreed_max`).
-    Whether ``value`` is still pending may differ between ranks: each writes its own."""
+    Whether ``value`` is still pending may differ between ranks: each writes its own.
+    Whether it is a temporary: its reference count, or rank 0's answer in controller
+    mode (`d2o.core.hooks.temporary`)."""
     if not (isinstance(self, D2O) and isinstance(value, D2O) and _basic(key)):
         return False
     if type(self.distributor) is HeldScalar or type(value.distributor) is HeldScalar:
@@ -480,7 +484,8 @@ def assign(self: Any, key: Any, value: Any) -> bool:
         return False
     if not ok:
         return False
-    if pending(value) and sys.getrefcount(value) <= TEMPORARY_REFS:
+    told = hooks.temporary[0]
+    if pending(value) and (sys.getrefcount(value) <= TEMPORARY_REFS if told is None else told):
         # a temporary nobody else holds (``u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + ...)``):
         # its expression is written straight into the target, even where it reads the
         # target's memory (`d2o.ops.fused.run` keeps numpy's semantics: a ring buffer or
@@ -617,7 +622,10 @@ def flattened(x: Any, refs: int) -> Any:
     else can reach ``x``, so none can tell.  None where it is not deferred (the caller
     ravels as usual, locally where this could have deferred it): ``x`` held elsewhere,
     evaluated, or of a layout `ravel` moves.  Local."""
-    if not pending(x) or refs > RAVEL_REFS or x._expr.value is not None:
+    told = hooks.temporary[0]
+    if not pending(x) or not (refs <= RAVEL_REFS if told is None else told):
+        return None
+    if x._expr.value is not None:
         return None
     d = x.distributor
     lay = flat_layout(d) if type(d) is SlabDistributor or d.replicated else None

@@ -14,6 +14,7 @@ import functools
 import io
 import pickle
 import signal
+import sys
 import threading
 import weakref
 from collections import deque
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array.base import ArrayBase, expression
 from ..core import hooks
 from ..core import trace as _tr
 from ..core.comm import MPI
@@ -48,6 +50,8 @@ __all__ = ["Controller"]
 #: pieces empty), so it is refused.
 _LOCAL = frozenset(("get_local_data", "set_local_data", "enumerate", "local_array"))
 
+_SLOT = ArrayBase.__dict__["data"]  # a piece's slot: reading it never evaluates
+
 #: 1 while a public operation runs (the funnel's call depth)
 _depth = hooks.depth
 
@@ -61,17 +65,40 @@ class _Abort(BaseException):
         self.error = error
 
 
+#: The operations whose ``lazy`` path asks whether an argument is a temporary of the
+#: script (`d2o.core.hooks.temporary`): name -> (its position, the most references
+#: `Controller.call` counts for a temporary: the statement's, the call's argument
+#: tuples and ``getrefcount``'s own; tests/test_controller.py checks both answers).
+_TEMPORARY = {"__setitem__": (2, 4), "ravel": (0, 3)}
+
+
+def _view(op: Operation, args: tuple) -> bool:
+    """``x[key]`` with a key of slices: a view, made locally at no cost (queued)."""
+    if op.name != "__getitem__" or len(args) != 2:
+        return False
+    keys = args[1] if type(args[1]) is tuple else (args[1],)
+    return all(type(k) is slice or k is Ellipsis for k in keys)
+
+
 def _never(args: tuple, kwargs: dict) -> bool:
     return False
 
 
 def _ahead(args: tuple, kwargs: dict) -> bool:
-    """Send now: a large operand, or none at all (creation: the result may be large)."""
+    """Send now: a large operand or a deferred one (``lazy``: evaluated there, not read
+    here), or none at all (creation: the result may be large)."""
     found = False
     for v in (*args, *kwargs.values()):
         for a in v if type(v) in (list, tuple) else (v,):
-            data = getattr(a, "data", None)
-            if type(data) is np.ndarray and hasattr(a, "distributor"):
+            if not hasattr(a, "distributor"):
+                continue
+            try:
+                data = _SLOT.__get__(a, type(a))
+            except (AttributeError, TypeError):  # a deferred array (or not an array)
+                if expression(a) is not None:
+                    return True
+                continue
+            if type(data) is np.ndarray:
                 if data.nbytes >= AHEAD_BYTES:
                     return True
                 found = True
@@ -221,6 +248,14 @@ class Controller(Session):
         if code is None:
             code = self.codes[key] = len(self.codes)
             self.new_codes[code] = key
+        # an operation ``lazy`` may record is queued, not sent ahead: it costs little
+        # here, and the batch goes with the call that evaluates it (or with its own
+        # first collective: `before_comm`)
+        recorded = funnel.defers(op)
+        told = None
+        counted = _TEMPORARY.get(name) if recorded else None
+        if counted is not None and len(args) > counted[0]:
+            told = sys.getrefcount(args[counted[0]]) <= counted[1]
         if init:
             sent_args, sent_kwargs = scattered_init(args[1:], kwargs, self.size)
         else:
@@ -228,7 +263,7 @@ class Controller(Session):
         outgoing = self.outgoing
         n_out = len(outgoing)
         try:
-            blob = self._dumps((seq, code, sent_args, sent_kwargs, init))
+            blob = self._dumps((seq, code, sent_args, sent_kwargs, init, told))
         except ControllerError:
             del outgoing[n_out:]
             raise
@@ -247,14 +282,20 @@ class Controller(Session):
         self.queued_bytes += len(blob)
         self.flushed = False
         try:
-            if code in self.talks or _ahead(args, kwargs) or key[1].startswith("d2o.io"):
+            if recorded or (_view(op, args) and funnel.defers(op, views=True)):
+                pass
+            elif code in self.talks or _ahead(args, kwargs) or key[1].startswith("d2o.io"):
                 if _tr.active:  # the operation's record, so that the command counts under it
                     rec = _tr.Record(name if namer is None else namer(args))
                     for t in _tr.active:
                         t.records.append(rec)
                     _tr.current[0] = rec
                 self.send(current=True)
-            res = funnel.body(op, args, kwargs)
+            hooks.temporary[0] = told
+            try:
+                res = funnel.perform(op, args, kwargs)
+            finally:
+                hooks.temporary[0] = None
         except BaseException as exc:
             _tr.current[0] = None
             if queue and queue[-1] is entry:  # never sent: the workers never see it
@@ -272,7 +313,8 @@ class Controller(Session):
             raise
         if self.talked:
             self.talked = False
-            self.talks.add(code)
+            if not recorded:
+                self.talks.add(code)
         self.name_results(res, seq, 1 if init else 0)
         self._end_op()
         if len(queue) >= MAX_QUEUED or self.queued_bytes >= MAX_BYTES:

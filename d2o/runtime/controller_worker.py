@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import hooks
 from ..core.comm import MPI
 from .controller_state import ERR_TAG, HEADER, LENGTH, NONE, Session
 from .controller_wire import unpickler_for
@@ -100,7 +101,7 @@ class Worker(Session):
         """Run one command; its number if it failed (the exception is reported to rank 0)."""
         seq, name = 0, "?"
         try:
-            seq, code, args, kwargs, init = self.unpickler(io.BytesIO(blob)).load()
+            seq, code, args, kwargs, init, told = self.unpickler(io.BytesIO(blob)).load()
             key = self.keys[code]
             name = key[-1]
             fn = self.fns.get(code)
@@ -112,7 +113,12 @@ class Worker(Session):
                 fn(obj, *args, **kwargs)
                 self.register(obj, (seq, 0))
             else:
-                self.name_results(fn(*args, **kwargs), seq, 0)
+                hooks.temporary[0] = told  # (rank 0's answer: `d2o.core.hooks.temporary`)
+                try:
+                    res = fn(*args, **kwargs)
+                finally:
+                    hooks.temporary[0] = None
+                self.name_results(res, seq, 0)
         except Exception as exc:
             self._report(seq, name, exc)
             return seq

@@ -40,7 +40,7 @@ from ..core.registry import Operation, operation_of
 from ..ops import deferred as _deferred
 from .checked import start_check
 
-__all__ = ["run", "body", "refresh", "start_check"]
+__all__ = ["run", "body", "perform", "defers", "refresh", "start_check"]
 
 #: 1 while a public operation runs (its inner calls run plain).
 _depth = hooks.depth
@@ -57,7 +57,9 @@ def run(op: Operation, args: tuple, kwargs: dict) -> Any:
         return op.fn(*args, **kwargs)  # an inner call: no record, no check
     if controller[0] is not None:
         return controller[0](op, args, kwargs)
-    if _config.OPTIONS["lazy"] and not controlled[0]:
+    if _config.OPTIONS["lazy"]:
+        if controlled[0]:  # a worker of controller mode: rank 0's command
+            return perform(op, args, kwargs)
         res = _lazy(op, args, kwargs)
         if res is not _EAGER:
             return res
@@ -67,12 +69,37 @@ def run(op: Operation, args: tuple, kwargs: dict) -> Any:
 _EAGER = object()
 
 
-def _lazy(op: Operation, args: tuple, kwargs: dict) -> Any:
+def perform(op: Operation, args: tuple, kwargs: dict) -> Any:
+    """Controller mode, on every rank: one command's operation (an outermost call: no
+    frame test), recorded where ``lazy`` defers it (`_lazy`), else run (`body`).  The
+    decision depends on global facts alone, so every rank takes it alike; what it
+    records and what it runs at once stays on this rank's pieces but for the boundary
+    rows of shifted operands (posted only) and the operations' own collectives."""
+    if not _config.OPTIONS["lazy"]:
+        return body(op, args, kwargs)
+    _depth[0] = 1  # (its inner calls, properties included, run plain)
+    try:
+        res = _lazy(op, args, kwargs, True)
+    finally:
+        _depth[0] = 0
+    return body(op, args, kwargs) if res is _EAGER else res
+
+
+def defers(op: Operation, views: bool = False) -> bool:
+    """True, with ``lazy`` on, for the operations it may record (element-wise calls, item
+    assignment, ``ravel``, ``copy``; ``views``: any operation): controller mode queues
+    their commands rather than sending them ahead, so that one batch carries an
+    expression and the call that evaluates it."""
+    return bool(_config.OPTIONS["lazy"]) and (views or op in _ROLES)
+
+
+def _lazy(op: Operation, args: tuple, kwargs: dict, outermost: bool = False) -> Any:
     """An outermost call with ``lazy`` on: an element-wise one recorded (`d2o.ops.deferred`);
     before any other, or one that cannot be deferred, the pending expressions evaluated.
-    Returns ``_EAGER`` where the call is to run as usual."""
+    Returns ``_EAGER`` where the call is to run as usual.  ``outermost``: known to be
+    the program's own call (controller mode), the frame test skipped."""
     role = _ROLES.get(op)
-    if op.defers and not pending[0]:
+    if op.defers and not pending[0] and not outermost:
         # (an unflagged operation's inner call: run as with no mode on; ``copy`` calls
         # `run` through `d2o.core.registry.run_flagged`: one frame more)
         if _inner(5 if role is _COPY else 4):
@@ -254,8 +281,8 @@ def _level() -> int:
 def _lazy_level() -> int:
     """What the ``lazy`` option flags: 2 every operation (an expression is pending: each
     other call evaluates it first), 1 the element-wise calls it records (nothing
-    pending), 0 nothing (off, or controller mode)."""
-    if not _config.OPTIONS["lazy"] or controlled[0]:
+    pending), 0 nothing (off)."""
+    if not _config.OPTIONS["lazy"]:
         return 0
     return 2 if pending[0] else 1
 
