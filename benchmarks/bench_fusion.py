@@ -26,10 +26,11 @@ bound each program cannot go below, measured in the same run:
   ``r2 ** -1.5`` is now computed from a square root, `d2o.ops.loops.HALF_POWERS`, and
   fused), the random numbers (Monte Carlo).
 
-Each time is the best of 5 runs (2 with ``--quick``; a floor's of 3), numpy's as d2o's: on this
-two-core virtual machine the cores' speed varies by up to 1.8x from one second to the
-next (a pure-Python loop, measured), and over two processes the slower core sets the
-time.  numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per
+Each time is the best of 5 runs (2 with ``--quick``; a floor's of 3), numpy's as d2o's,
+the columns measured in turn, round by round (`interleaved`): on this two-core virtual
+machine the cores' speed varies by up to 1.8x from one second to the next (a
+pure-Python loop, measured), so that a slow spell falls on every column alike; over two
+processes the slower core sets the time.  numexpr runs ``D2O_FUSION_THREADS`` threads (default here 1: one core per
 process; the figures compare one core with one core).  The machine may be shared: the
 load average is printed with the table.  Also printed: the first lazy stencil step's
 time (numba's import and the kernel's compilation, or its load from numba's on-disk
@@ -114,6 +115,36 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def _idle_bcast(t: float) -> float:
+    """Rank 0's ``t`` on every rank, the others sleeping meanwhile (not spinning in MPI, as
+    a blocking collective's wait does: a spinning rank takes a share of the core or the
+    memory that rank 0's timing is using)."""
+    req = COMM.mpi.Ibarrier()
+    if RANK:
+        while not req.Test():
+            time.sleep(0.0005)
+    else:
+        req.Wait()
+    return COMM.bcast(t, root=0)
+
+
+def interleaved(columns: dict, repeat: int) -> dict:
+    """The best time of each column over ``repeat`` rounds, each round running every
+    column once in turn, so that a change in the machine's speed falls on all of them
+    alike.  ``columns``: name -> (fn, together): ``together`` times every rank from a
+    barrier, else rank 0 alone while the others wait (sleeping: `_idle_bcast`)."""
+    out = dict.fromkeys(columns, float("inf"))
+    for _ in range(repeat):
+        for name, (fn, together) in columns.items():
+            if together:
+                t = best(fn, 1)
+            else:
+                t = _timed(fn) if RANK == 0 else 0.0
+                t = _idle_bcast(t) if COMM.size > 1 else t
+            out[name] = min(out[name], t)
+    return out
+
+
 def stencil_numpy(u, new, steps):
     for _ in range(steps):
         new[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
@@ -151,10 +182,22 @@ def engine(mode: str):
             os.environ["D2O_FUSION_ENGINE"] = old
 
 
+#: the d2o columns: eager (``lazy=False``), lazy with numexpr alone, lazy (the default)
+MODES = ("eager", "numexpr", "lazy")
+
+
+def in_mode(mode: str, fn, *args):
+    """``fn(*args)`` in one of `MODES`, its pending work evaluated before it returns."""
+    with d2o.options(lazy=mode != "eager"), engine(mode):
+        res = fn(*args)
+        d2o.evaluate()
+    return res
+
+
 def on_rank0(fn):
-    """``fn()`` timed on rank 0 alone (numpy, numexpr); the others wait."""
+    """``fn()`` timed on rank 0 alone (numpy, numexpr); the others wait (sleeping)."""
     t = fn() if RANK == 0 else 0.0
-    return COMM.bcast(t, root=0) if COMM.size > 1 else t
+    return _idle_bcast(t) if COMM.size > 1 else t
 
 
 def _floors(quick: bool, programs: dict) -> dict:
@@ -187,20 +230,21 @@ def measure(quick: bool) -> dict:
     # -- the 4096^2 stencil ----------------------------------------------------------
     a = np.random.default_rng(0).random((n, n))
     u0, new0 = a.copy(), a.copy()  # (allocated and touched outside the timings)
-    t_np = on_rank0(lambda: best(lambda: stencil_numpy(u0, new0, steps), repeat, False))
-    t_ne = on_rank0(lambda: best(lambda: stencil_numexpr(u0, new0, steps), repeat, False))
-    times = {}
-    first = later = 0.0
-    for mode in ("eager", "numexpr", "lazy"):
-        with d2o.options(lazy=mode != "eager"), engine(mode):
-            u, new = dnp.asarray(a.copy()), dnp.asarray(a.copy())
-            if mode == "lazy":
-                first = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
-                later = best(lambda u=u, new=new: stencil_d2o(u, new, 1), 1)
-            times[mode] = best(lambda u=u, new=new: stencil_d2o(u, new, steps), repeat)
-            del u, new
+    arrays = {mode: (dnp.asarray(a.copy()), dnp.asarray(a.copy())) for mode in MODES}
+    lazy = arrays["lazy"]  # the first step (compile or cache load) and a later one
+    first = best(lambda: in_mode("lazy", stencil_d2o, *lazy, 1), 1)
+    later = best(lambda: in_mode("lazy", stencil_d2o, *lazy, 1), 1)
+    columns = {
+        "numpy": (lambda: stencil_numpy(u0, new0, steps), False),
+        "numexpr": (lambda: stencil_numexpr(u0, new0, steps), False),
+        **{f"d2o {mode}": (lambda mode=mode, pair=arrays[mode]: in_mode(mode, stencil_d2o, *pair, steps),
+                  True) for mode in MODES},
+    }  # fmt: skip
+    del arrays
+    times = interleaved(columns, repeat)
+    del columns
     bound = steps * 16 * n * n / bw
-    rows[f"stencil {n}^2 x{steps}"] = (t_np, t_ne, *times.values(), bound, "STREAM")
+    rows[f"stencil {n}^2 x{steps}"] = (*times.values(), bound, "STREAM")
 
     # -- the seed programs -------------------------------------------------------------
     programs = {
@@ -211,18 +255,18 @@ def measure(quick: bool) -> dict:
     }
     floors = _floors(quick, programs)
     for name, (mod, size, iters) in programs.items():
-        t_np = on_rank0(lambda mod=mod, size=size, iters=iters: best(
-            lambda: mod.run(np, size, iters), repeat, False))  # fmt: skip
-        times = {}
-        for mode in ("eager", "numexpr", "lazy"):
-            with d2o.options(lazy=mode != "eager"), engine(mode):
-                times[mode] = best(lambda mod=mod, size=size, iters=iters: mod.run(
-                    dnp, size, iters), repeat)  # fmt: skip
+        columns = {
+            "numpy": (lambda mod=mod, size=size, iters=iters: mod.run(np, size, iters), False),
+            **{f"d2o {mode}": (lambda mode=mode, mod=mod, size=size, iters=iters: in_mode(
+                mode, mod.run, dnp, size, iters), True) for mode in MODES},
+        }  # fmt: skip
+        times = interleaved(columns, repeat)
         if name == "laplace":  # per sweep: read u, write u, copy u_old, u - u_old, dot
             bound, kind = iters * 8 * size * size * 6 / bw, "STREAM"
         else:
             bound, kind = floors[name], "floor"
-        rows[f"{name} n={size} x{iters}"] = (t_np, None, *times.values(), bound, kind)
+        t_np, *t_d2o = times.values()
+        rows[f"{name} n={size} x{iters}"] = (t_np, None, *t_d2o, bound, kind)
     keys = ("numpy_s", "numexpr_s", "eager_s", "lazy_numexpr_s", "lazy_s", "bound_s", "bound")
     results: dict = {case: dict(zip(keys, r)) for case, r in rows.items()}
     results["triad_bytes_per_s"] = bw
