@@ -7,6 +7,7 @@ the forcing points; errors raised on every rank; one trace entry per fused kerne
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -156,12 +157,22 @@ def test_integer_division_by_zero_warns_as_numpy():
     assert_equal_to_numpy(r, expected)
 
 
+def _recorded_here(exc: BaseException, name: str, line: int) -> None:
+    """``exc`` (on every rank) names the deferred operation and this file's line that
+    recorded it (Python 3.11 and later: exception notes)."""
+    if not hasattr(exc, "add_note"):
+        return
+    want = f"{fused.NAMED}{name} recorded at {__file__}:{line}"
+    collective_assert(want in getattr(exc, "__notes__", ()), f"{exc.__notes__}")
+
+
 def test_errstate_raise_is_numpys():
     a = np.arange(8.0)
     x = make(a, "equal")
     with np.errstate(divide="raise"):
         r = x / 0.0  # recorded under 'raise': evaluated by numpy, which raises
-    assert_raises_everywhere(FloatingPointError, r.get_full_data)
+    exc = assert_raises_everywhere(FloatingPointError, r.get_full_data)
+    _recorded_here(exc, "divide", sys._getframe().f_lineno - 2)
 
 
 @pytest.mark.parametrize("engine", ["numexpr", "numba"])
@@ -213,9 +224,12 @@ def test_errstate_warn_warns_as_numpy_in_a_fused_kernel(monkeypatch, engine):
 
 
 def test_negative_integer_power_raised_at_evaluation():
-    x = make(np.arange(1, 9), "equal")
-    r = x ** (-1 * x)
-    assert_raises_everywhere(ValueError, r.get_full_data)
+    x = make(np.arange(-4, 4), "equal")  # (negative exponents on the first ranks only:
+    r = x**x  # the others raise the error they are sent, with its notes)
+    line = sys._getframe().f_lineno - 1
+    s = r + 1  # (evaluated with its operand: the note names the inner operation's line)
+    exc = assert_raises_everywhere(ValueError, s.get_full_data)
+    _recorded_here(exc, "power", line)
 
 
 # -- forcing ----------------------------------------------------------------------------

@@ -136,16 +136,20 @@ def raise_agreed(comm: Comm, error: BaseException | None) -> None:
     d2o_librarian.catch_up(comm)  # objects the ranks made before they failed: indices agree
     info = None
     if rank == me and error is not None:
-        info = (type(error), str(error))
+        notes = [str(n) for n in getattr(error, "__notes__", ())]
+        info = (type(error), str(error), notes)
         try:
             pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # unpicklable exception type: fall back to its name
-            info = (RuntimeError, f"{type(error).__name__}: {error}")
+            info = (RuntimeError, f"{type(error).__name__}: {error}", notes)
     info = comm.bcast(info, root=rank)
     if rank == me and error is not None:
         raise error
-    exc_type, message = info
-    raise _rebuild(exc_type, message, rank)
+    exc_type, message, notes = info
+    exc = _rebuild(exc_type, message, rank)
+    for note in notes if hasattr(exc, "add_note") else ():  # (the failing rank's notes)
+        exc.add_note(note)
+    raise exc
 
 
 #: A record of `allreduce_agreed`: RECORD_WORDS uint64 words; a header of HEADER_WORDS
@@ -446,6 +450,14 @@ class GatherError(RuntimeError):
 
 class GatherWarning(UserWarning):
     """An operation gathered a whole distributed operand implicitly (``gather='warn'``)."""
+
+
+def user_site() -> str:
+    """``file:line`` of the innermost frame outside the d2o package (the user's call)."""
+    f = sys._getframe(1)
+    while f.f_back is not None and (f.f_globals.get("__name__") or "").split(".")[0] == "d2o":
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
 def _user_stacklevel() -> int:

@@ -73,7 +73,7 @@ from ..array.base import Array as D2O
 from ..array.base import ArrayBase, deferred, settle, unwatch, watch
 from ..core import buffers, hooks
 from ..core.config import OPTIONS
-from ..core.errors import defer
+from ..core.errors import defer, user_site
 from ..core.registry import operation
 from ..layouts.distributors import HeldScalar, SlabDistributor, get_distributor, slab_distributor
 from ..move.halo import Parts, rows_for, slab_rows
@@ -130,7 +130,7 @@ class Node:
     it was recorded (divide, over, under, invalid)."""
 
     __slots__ = ("ufunc", "call", "args", "dtype", "shape", "size", "ndim", "count", "err",
-                 "comm", "value", "uses", "owner")  # fmt: skip
+                 "comm", "value", "uses", "owner", "site")  # fmt: skip
 
     def __init__(self, ufunc: np.ufunc, args: tuple, dtype: np.dtype, shape: tuple,
                  err: tuple, comm: Any) -> None:  # fmt: skip
@@ -140,6 +140,7 @@ class Node:
         self.size = math.prod(shape)
         self.uses: int = 0  # how many recorded nodes read this one
         self.owner: Any = None  # a weak reference to the deferred array it is the piece of
+        self.site: str | None = None  # the user's ``file:line`` that recorded it
         count = 1
         for a in args:
             if type(a) is Node:
@@ -154,6 +155,7 @@ class Node:
         c = Node.__new__(Node)
         c.ufunc, c.call, c.args, c.dtype, c.err = self.ufunc, self.call, args, self.dtype, self.err
         c.comm, c.uses, c.owner, c.count = self.comm, self.uses, self.owner, self.count
+        c.site = self.site
         c.shape, c.ndim, c.size, c.value = shape, len(shape), math.prod(shape), None
         return c
 
@@ -363,6 +365,7 @@ def record(ufunc: np.ufunc, inputs: tuple, call: Any = None) -> Any:
     node = Node(ufunc, args, probe.dtype, target.local_shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), comm)  # fmt: skip
     node.call = call
+    node.site = user_site()  # (named by an error at evaluation: `d2o.ops.fused`)
     return _register(node, target)
 
 

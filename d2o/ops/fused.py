@@ -222,6 +222,16 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
     fresh = [hasattr(a, "ufunc") and a.value is None for a in node.args]
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
     ops.append("copy" if node.ufunc is np.positive else node.ufunc.__name__)
+    try:
+        return _numpy_call(node, args, fresh, out)
+    except (ValueError, ArithmeticError) as exc:
+        _named(exc, node)
+        raise
+
+
+def _numpy_call(node: Any, args: list, fresh: list, out: np.ndarray | None) -> np.ndarray:
+    """`_numpy`'s call of the node's ufunc on its evaluated operands ``args`` (``fresh``:
+    those this kernel computed), under the recorded error state."""
     err = dict(zip(("divide", "over", "under", "invalid"), node.err))
     with np.errstate(**err):
         if out is not None and out.dtype == node.dtype and _as_ufunc(node):
@@ -409,8 +419,27 @@ def _replay(node: Any) -> Any:
     (`_segmented`)."""
     args = [(a.value if a.value is not None else _replay(a)) if hasattr(a, "ufunc") else a
             for a in node.args]  # fmt: skip
-    with np.errstate(**dict(zip(fpstatus.NAMES, node.err))):
-        return node.call(*args)
+    try:
+        with np.errstate(**dict(zip(fpstatus.NAMES, node.err))):
+            return node.call(*args)
+    except (ValueError, ArithmeticError) as exc:
+        _named(exc, node)
+        raise
+
+
+#: The note's start that names a deferred operation in its error (`_named`).
+NAMED = "d2o: raised in the deferred "
+
+
+def _named(exc: BaseException, node: Any) -> None:
+    """Note on ``exc`` (once: the innermost operation) which deferred operation raised
+    it and the user's line that recorded it (the ``lazy`` option evaluates it later,
+    where the traceback points)."""
+    if node.site is None or not hasattr(exc, "add_note"):  # (Python 3.10: no notes)
+        return
+    if any(str(n).startswith(NAMED) for n in getattr(exc, "__notes__", ())):
+        return
+    exc.add_note(f"{NAMED}{node.ufunc.__name__} recorded at {node.site}")
 
 
 def parts_of(node: Any) -> list:
