@@ -341,3 +341,22 @@ def test_copies_and_hand_over_move_nothing_on_every_layout():
         collective_assert(t.collectives <= 3, f"{strategy}: {t.collectives} collectives")
         assert_equal_to_numpy(c, ref)
         assert_equal_to_numpy(x, ref * 2.0 + 1.0)
+
+
+def test_trace_names_copies_and_positives_apart():
+    """A deferred copy's kernel is ``fused(copy)`` in a trace; ``+x`` and
+    ``np.positive(x)`` (the same ufunc) are ``fused(positive)``."""
+    a = sample((8, 3), "float64")
+    for strategy, axis in layouts(2):
+        x = make(a, strategy, axis)
+        with d2o.trace() as t:
+            c = x.copy()
+            d2o.evaluate(c)
+        ops = [r.op for r in t.records if r.op.startswith("fused(")]
+        collective_assert(ops == ["fused(copy)"], f"{strategy}: {ops}")
+        assert_equal_to_numpy(c, a)
+        with d2o.trace() as t:
+            y, z = +x, dnp.positive(x)
+            d2o.evaluate(y, z)
+        ops = [r.op for r in t.records if r.op.startswith("fused(")]
+        collective_assert(ops == ["fused(positive)"] * 2, f"{strategy}: {ops}")

@@ -667,6 +667,7 @@ def copied(x: Any) -> Any:
     err = np.geterr()
     node = Node(COPY, (data,), data.dtype, data.shape,
                 (err["divide"], err["over"], err["under"], err["invalid"]), d.comm)  # fmt: skip
+    node.call = np.copy  # (the same values; names it ``copy`` in a trace, `d2o.ops.fused`)
     c = _register(node, d)
     SOURCES[id(c)] = weakref.ref(x)  # ``x``'s data read from outside d2o: `release`
     return c

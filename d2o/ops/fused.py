@@ -221,7 +221,7 @@ def _numpy(node: Any, ops: list, out: np.ndarray | None = None) -> np.ndarray:
             a.evaluate()  # computed once, read by each expression holding it
     fresh = [hasattr(a, "ufunc") and a.value is None for a in node.args]
     args = [_evaluate(a, ops) if hasattr(a, "ufunc") else a for a in node.args]
-    ops.append("copy" if node.ufunc is np.positive else node.ufunc.__name__)
+    ops.append("copy" if node.call is np.copy else node.ufunc.__name__)
     try:
         return _numpy_call(node, args, fresh, out)
     except (ValueError, ArithmeticError) as exc:
