@@ -19,9 +19,11 @@ import pytest
 from _helpers import Checks, make, sample
 
 import d2o
+import d2o.numpy as dnp
 from d2o import default_comm
 from d2o.core import comm as comm_module
 from d2o.core import errors as E
+from d2o.ops import special
 from d2o.ops.reductions import _ufunc_combiner
 from d2o.testing import assert_raises_everywhere, collective_assert
 
@@ -368,3 +370,27 @@ def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
             with np.errstate(all="ignore"):
                 got = E.fold_rows(rows.copy())
             assert got.tobytes() == want.tobytes(), (dtype, ranks, ufunc, trial, got, want)
+
+
+def test_vdot_failing_on_one_rank_raises_everywhere(monkeypatch):
+    """A failure in one rank's part of ``vdot`` (numpy's ``vdot`` patched to fail on the
+    last rank alone) is raised on every rank, nobody left waiting in the combination;
+    the next ``vdot`` is numpy's."""
+    a = np.arange(12.0)
+    x = make(a, "equal")
+    real = special.np.vdot
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def vdot(p, q):
+            if comm.rank == BAD:
+                raise MemoryError("the last rank's part failed")
+            return real(p, q)
+
+    monkeypatch.setattr(special, "np", Failing())
+    assert_raises_everywhere(MemoryError, dnp.vdot, x, x)
+    monkeypatch.setattr(special, "np", np)
+    collective_assert(dnp.vdot(x, x) == np.vdot(a, a))

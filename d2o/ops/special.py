@@ -136,7 +136,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 
 @operation()
 def vdot(a: Any, b: Any) -> Any:
-    """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every rank."""
+    """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every
+    rank.  Each rank's partial is agreed on (one one-byte allreduce: an error on one rank
+    is raised on every rank), then combined (one Allreduce of one element)."""
     da = a if isinstance(a, D2O) else None
     db = b if isinstance(b, D2O) else None
     lead = da if da is not None else db
@@ -151,7 +153,8 @@ def vdot(a: Any, b: Any) -> Any:
     d = lead_flat.distributor
     la = align(fa, d)
     lb = align(fb, d)
-    part = np.asarray(np.vdot(la, lb)).reshape(1)
+    with agreed(d.comm):  # (a rank failing in its part raises everywhere: none waits)
+        part = np.asarray(np.vdot(la, lb)).reshape(1)
     if d.replicated:
         return part[0]
     return combine_partials(part, np.add, d)[0]
