@@ -374,8 +374,9 @@ def test_gathered_records_fold_as_one_fold_per_rank(dtype, ranks):
 
 def test_vdot_failing_on_one_rank_raises_everywhere(monkeypatch):
     """A failure in one rank's part of ``vdot`` (numpy's ``vdot`` patched to fail on the
-    last rank alone) is raised on every rank, nobody left waiting in the combination;
-    the next ``vdot`` is numpy's."""
+    last rank alone), or a numpy operand of another size there, is raised on every rank,
+    nobody left waiting in the combination; the next ``vdot`` is numpy's, in one 96-byte
+    record."""
     a = np.arange(12.0)
     x = make(a, "equal")
     real = special.np.vdot
@@ -393,4 +394,11 @@ def test_vdot_failing_on_one_rank_raises_everywhere(monkeypatch):
     monkeypatch.setattr(special, "np", Failing())
     assert_raises_everywhere(MemoryError, dnp.vdot, x, x)
     monkeypatch.setattr(special, "np", np)
-    collective_assert(dnp.vdot(x, x) == np.vdot(a, a))
+    wrong = np.arange(13.0) if comm.rank == BAD else a  # (a numpy operand: its size here)
+    assert_raises_everywhere(ValueError, dnp.vdot, x, wrong)
+    assert_raises_everywhere(ValueError, dnp.vdot, x, make(np.arange(13.0), "equal"))
+    with d2o.trace() as t:
+        got = dnp.vdot(x, x)
+    collective_assert(got == np.vdot(a, a))
+    msg = _only_allreduce_records(t)  # (the partials and the errors: one record)
+    collective_assert(msg is None, msg)

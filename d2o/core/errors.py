@@ -452,21 +452,25 @@ class GatherWarning(UserWarning):
     """An operation gathered a whole distributed operand implicitly (``gather='warn'``)."""
 
 
-def user_site() -> str:
-    """``file:line`` of the innermost frame outside the d2o package (the user's call)."""
-    f = sys._getframe(1)
+def _user_frame() -> tuple:
+    """The innermost frame outside the d2o package (the outermost one where all are d2o's)
+    and its ``stacklevel`` for a warning raised by the caller of our caller."""
+    level, f = 1, sys._getframe(2)
     while f.f_back is not None and (f.f_globals.get("__name__") or "").split(".")[0] == "d2o":
         f = f.f_back
+        level += 1
+    return f, level
+
+
+def user_site() -> str:
+    """``file:line`` of the innermost frame outside the d2o package (the user's call)."""
+    f = _user_frame()[0]
     return f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
 def _user_stacklevel() -> int:
     """The ``stacklevel`` of the innermost frame outside the d2o package."""
-    level, f = 1, sys._getframe(1)
-    while f is not None and (f.f_globals.get("__name__") or "").split(".")[0] == "d2o":
-        f = f.f_back
-        level += 1
-    return level
+    return _user_frame()[1]
 
 
 def check_gather(comm: Comm, what: str, onto: str = "every rank") -> None:

@@ -24,12 +24,12 @@ except ImportError:  # numpy < 2
 from ..array.base import Array as D2O
 from ..array.base import from_local as _from_local
 from ..array.slabs import as_slab
-from ..core.errors import agreed
+from ..core.errors import agree, agreed
 from ..layouts.distributors import get_distributor, slab_distributor
 from ..layouts.mesh import is_mesh
 from .axislocal import local_elementwise
 from .linalg import dot
-from .reductions import agreed_max, combine_partials, ravel
+from .reductions import agreed_max, agreed_total, combine_partials, ravel
 from .sorting import unique as sorted_unique
 from .ufuncs import align, result_layout
 
@@ -137,26 +137,43 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 @operation()
 def vdot(a: Any, b: Any) -> Any:
     """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every
-    rank.  Each rank's partial is agreed on (one one-byte allreduce: an error on one rank
-    is raised on every rank), then combined (one Allreduce of one element)."""
+    rank.  The ranks' partials and errors travel in one Allreduce of a 96-byte record
+    (`agreed_total`: an error on one rank is raised on every rank, nobody left waiting);
+    other dtypes agree, then combine.  Replicated vectors: no communication."""
     da = a if isinstance(a, D2O) else None
     db = b if isinstance(b, D2O) else None
     lead = da if da is not None else db
     if lead is None:  # numpy data only
         return np.vdot(a, b)
-    with agreed(lead.distributor.comm):
-        if np.size(a) != np.size(b):
-            raise ValueError("vector dot product requires both arrays to have the same size")
+    if np.size(a) != np.size(b):  # (global sizes where both are d2o's: raised everywhere)
+        error: BaseException | None = ValueError(
+            "vector dot product requires both arrays to have the same size"
+        )
+    else:
+        error = None
+    if da is None or db is None:  # a numpy operand: its size may differ between ranks
+        agree(lead.distributor.comm, error)
+    elif error is not None:
+        raise error
     fa = ravel(a) if da is not None else np.ravel(a)
     fb = ravel(b) if db is not None else np.ravel(b)
     lead_flat = fa if da is not None else fb
     d = lead_flat.distributor
     la = align(fa, d)
     lb = align(fb, d)
-    with agreed(d.comm):  # (a rank failing in its part raises everywhere: none waits)
+    dtype = np.result_type(la, lb)
+    part = None
+    try:
         part = np.asarray(np.vdot(la, lb)).reshape(1)
-    if d.replicated:
+    except Exception as exc:
+        error = exc
+    if d.replicated:  # every rank computed the same from the same data
+        if error is not None:
+            raise error
         return part[0]
+    if dtype.kind in "biufc":  # the partials and the errors in one 96-byte record
+        return agreed_total(d.comm, error, part[0] if error is None else None, dtype)
+    agree(d.comm, error)
     return combine_partials(part, np.add, d)[0]
 
 

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..array.base import ArrayBase, expression
+from ..array.base import expression
 from ..core import hooks
 from ..core import trace as _tr
 from ..core.comm import MPI
-from ..core.config import iter_chunk
+from ..core.config import OPTIONS, iter_chunk
 from ..core.registry import Operation
 from . import funnel
 from .controller_state import (
@@ -49,8 +49,6 @@ __all__ = ["Controller"]
 #: rank 0's piece alone (SPMD code filling ``local_array`` would leave the others'
 #: pieces empty), so it is refused.
 _LOCAL = frozenset(("get_local_data", "set_local_data", "enumerate", "local_array"))
-
-_SLOT = ArrayBase.__dict__["data"]  # a piece's slot: reading it never evaluates
 
 #: 1 while a public operation runs (the funnel's call depth)
 _depth = hooks.depth
@@ -90,15 +88,10 @@ def _ahead(args: tuple, kwargs: dict) -> bool:
     found = False
     for v in (*args, *kwargs.values()):
         for a in v if type(v) in (list, tuple) else (v,):
-            if not hasattr(a, "distributor"):
-                continue
-            try:
-                data = _SLOT.__get__(a, type(a))
-            except (AttributeError, TypeError):  # a deferred array (or not an array)
-                if expression(a) is not None:
-                    return True
-                continue
-            if type(data) is np.ndarray:
+            if expression(a) is not None:  # (its ``data`` would evaluate it here)
+                return True
+            data = getattr(a, "data", None)
+            if type(data) is np.ndarray and hasattr(a, "distributor"):
                 if data.nbytes >= AHEAD_BYTES:
                     return True
                 found = True
@@ -282,7 +275,7 @@ class Controller(Session):
         self.queued_bytes += len(blob)
         self.flushed = False
         try:
-            if recorded or (_view(op, args) and funnel.defers(op, views=True)):
+            if recorded or (_view(op, args) and OPTIONS["lazy"]):
                 pass
             elif code in self.talks or _ahead(args, kwargs) or key[1].startswith("d2o.io"):
                 if _tr.active:  # the operation's record, so that the command counts under it

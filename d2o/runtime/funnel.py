@@ -85,12 +85,12 @@ def perform(op: Operation, args: tuple, kwargs: dict) -> Any:
     return body(op, args, kwargs) if res is _EAGER else res
 
 
-def defers(op: Operation, views: bool = False) -> bool:
+def defers(op: Operation) -> bool:
     """True, with ``lazy`` on, for the operations it may record (element-wise calls, item
-    assignment, ``ravel``, ``copy``; ``views``: any operation): controller mode queues
-    their commands rather than sending them ahead, so that one batch carries an
-    expression and the call that evaluates it."""
-    return bool(_config.OPTIONS["lazy"]) and (views or op in _ROLES)
+    assignment, ``ravel``, ``copy``): controller mode queues their commands rather than
+    sending them ahead, so that one batch carries an expression and the call that
+    evaluates it."""
+    return bool(_config.OPTIONS["lazy"]) and op in _ROLES
 
 
 def _lazy(op: Operation, args: tuple, kwargs: dict, outermost: bool = False) -> Any:
