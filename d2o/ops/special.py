@@ -138,8 +138,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 def vdot(a: Any, b: Any) -> Any:
     """Collective: ``sum(conj(a.ravel()) * b.ravel())``; a numpy scalar identical on every
     rank.  The ranks' partials and errors travel in one Allreduce of a 96-byte record
-    (`agreed_total`: an error on one rank is raised on every rank, nobody left waiting);
-    other dtypes agree, then combine.  Replicated vectors: no communication."""
+    (`d2o.ops.reductions.agreed_total`: an error on one rank is raised on every rank,
+    nobody left waiting); other dtypes agree, then combine.  Replicated vectors: no
+    communication."""
     da = a if isinstance(a, D2O) else None
     db = b if isinstance(b, D2O) else None
     lead = da if da is not None else db
